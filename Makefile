@@ -1,0 +1,17 @@
+# The two commands of the README. Both set up a fresh machine themselves (tools/bootstrap).
+.PHONY: site test bench down venv
+
+site:        ## bring up the simulated 18-tray rack and run playbooks/site.yml against it
+	tools/site-demo
+
+test:        ## the whole test suite (CI runs exactly this)
+	tools/test
+
+bench:       ## benchmark against the ping floor; writes bench/out/
+	tools/bootstrap && .venv/bin/python bench/run.py
+
+down:        ## tear down the simulated rack left by `make site KEEP_RACK=1`
+	tests/rack/simrack down
+
+venv:
+	tools/bootstrap

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from ansible_collections.rackscale.imex.plugins.module_utils._fabric_gate import fabric_problems
+
+RACK_A = "dc6e40c4-d722-4357-9ba6-5291dd461278"
+RACK_B = "0b5b2b7e-2f3c-4c55-9a51-6f0d9a1d0c11"
+
+
+def _model(**domains):
+    return {"domains": {name: {"nodes": [{"host": h} for h in hosts]} for name, hosts in domains.items()}}
+
+
+def _ok(uuid, clique):
+    return {"fabric_ok": True, "cluster_uuid": uuid, "clique_id": clique, "problems": []}
+
+
+def test_matching_fabric_has_no_problem():
+    model = _model(rack1=["t1", "t2"], rack2=["t3"])
+    fabric = {"t1": _ok(RACK_A, 32766), "t2": _ok(RACK_A, 32766), "t3": _ok(RACK_B, 32766)}
+    assert fabric_problems(model, fabric) == []
+
+
+def test_domain_spanning_two_partitions_names_the_trays():
+    model = _model(rack1=["t1", "t2", "t3"])
+    fabric = {"t1": _ok(RACK_A, 1), "t2": _ok(RACK_A, 1), "t3": _ok(RACK_A, 2)}
+    (problem,) = fabric_problems(model, fabric)
+    assert "domain rack1 spans several NVLink partitions" in problem
+    assert "clique 2 on t3" in problem and "clique 1 on t1, t2" in problem
+
+
+def test_two_domains_on_one_partition_are_refused():
+    model = _model(part_a=["t1"], part_b=["t2"])
+    fabric = {"t1": _ok(RACK_A, 7), "t2": _ok(RACK_A, 7)}
+    (problem,) = fabric_problems(model, fabric)
+    assert "domains part_a and part_b share the NVLink partition" in problem
+    assert "t2" in problem
+
+
+def test_unfinished_fabric_and_unknown_tray_are_reported():
+    model = _model(rack1=["t1", "t2", "t3"])
+    fabric = {
+        "t1": {"fabric_ok": False, "problems": ["GPU 2: fabric state is In Progress, not Completed"]},
+        "t2": {"failed": True, "msg": "nvidia-smi not found"},
+        "t3": _ok(RACK_A, 1),
+    }
+    problems = fabric_problems(model, fabric)
+    assert problems == [
+        "tray t1 (domain rack1): GPU 2: fabric state is In Progress, not Completed",
+        "tray t2 (domain rack1): fabric identity unknown: nvidia-smi not found",
+    ]
+
+
+def test_trays_outside_the_play_are_not_judged():
+    model = _model(rack1=["t1", "t2"])
+    assert fabric_problems(model, {"t1": _ok(RACK_A, 1)}) == []
