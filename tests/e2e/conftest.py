@@ -1,0 +1,140 @@
+"""End-to-end harness: playbooks run through ansible-runner, the way AWX runs them.
+
+`run_playbook` returns the runner (rc, status, events, stats). `simulated_rack` brings up a
+simulated rack with tests/rack/simrack and always tears it down.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import ansible_runner
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
+PLAYBOOKS = os.path.join(REPO, "playbooks")
+
+
+class PlaybookRun:
+    """What one ansible-runner job left: return code, events, per-host stats, artifacts dir."""
+
+    def __init__(self, runner, private_data_dir):
+        self.rc = runner.rc
+        self.status = runner.status
+        self.events = list(runner.events)
+        self.stats = runner.stats or {}
+        self.stdout = runner.stdout.read()
+        self.private_data_dir = private_data_dir
+
+    def changed_hosts(self):
+        return sorted((self.stats.get("changed") or {}).keys())
+
+    def changed_tasks(self, host=None):
+        """(host, task name) of every changed task result."""
+        found = []
+        for event in self.events:
+            if event.get("event") != "runner_on_ok":
+                continue
+            data = event["event_data"]
+            if data.get("res", {}).get("changed") and (host is None or data.get("host") == host):
+                found.append((data.get("host"), data.get("task")))
+        return found
+
+    def failure_messages(self):
+        messages = []
+        for event in self.events:
+            if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
+                res = event["event_data"].get("res", {})
+                messages.append(res.get("msg") or json.dumps(res)[:2000])
+        return messages
+
+    def module_results(self, action):
+        """Results of every task whose module is `action` (FQCN), as (host, result)."""
+        return [(e["event_data"]["host"], e["event_data"]["res"]) for e in self.events
+                if e.get("event") == "runner_on_ok" and e["event_data"].get("task_action") == action]
+
+
+def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900):
+    """Run playbooks/<playbook> against `inventory` with ansible-runner; returns a PlaybookRun."""
+    private_data_dir = tempfile.mkdtemp(prefix="imex-runner-")
+    cmdline = []
+    if check:
+        cmdline.append("--check")
+    if diff:
+        cmdline.append("--diff")
+    runner = ansible_runner.run(
+        private_data_dir=private_data_dir,
+        playbook=os.path.join(PLAYBOOKS, playbook),
+        inventory=inventory,
+        extravars=extravars or {},
+        limit=limit,
+        cmdline=" ".join(cmdline) or None,
+        envvars={"ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        quiet=True,
+        timeout=timeout,
+    )
+    return PlaybookRun(runner, private_data_dir)
+
+
+def write_inventory(tmp_path, data, name="hosts.yml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+class SimulatedRack:
+    """A running simulated rack: its inventory path and helpers around simrack."""
+
+    def __init__(self, racks, trays, state_dir):
+        self.racks, self.trays, self.state_dir = racks, trays, state_dir
+        self.env = dict(os.environ, SIMRACK_STATE=state_dir)
+        self.inventory = None
+
+    def simrack(self, *args, check=True, timeout=600):
+        result = subprocess.run([SIMRACK, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError("simrack %s failed (%d):\n%s\n%s" % (" ".join(args), result.returncode,
+                                                                      result.stdout, result.stderr))
+        return result
+
+    def up(self):
+        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays), timeout=900)
+        self.inventory = out.stdout.strip().splitlines()[-1]
+        return self
+
+    def down(self):
+        self.simrack("down", check=False)
+
+    def ssh(self, tray, *command):
+        return self.simrack("ssh", tray, *command, check=False)
+
+    def tray(self, rack, index):
+        return "rack%d-tray%02d" % (rack, index)
+
+    def trays_of(self, rack):
+        return [self.tray(rack, i) for i in range(1, self.trays + 1)]
+
+
+def _rack_available():
+    return os.geteuid() == 0 and shutil.which("podman") is not None and os.path.exists(SIMRACK)
+
+
+requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, podman and tests/rack/simrack")
+
+
+@pytest.fixture(scope="module")
+def simulated_rack(request):
+    """A rack per test module; size from the module's RACK_SHAPE = (racks, trays)."""
+    racks, trays = getattr(request.module, "RACK_SHAPE", (1, 4))
+    state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
+    rack = SimulatedRack(racks, trays, state_dir)
+    try:
+        yield rack.up()
+    finally:
+        rack.down()
+        shutil.rmtree(state_dir, ignore_errors=True)
