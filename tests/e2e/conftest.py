@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import ansible_runner
@@ -18,6 +19,8 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
 PLAYBOOKS = os.path.join(REPO, "playbooks")
+# ansible-runner starts the ansible-playbook found on PATH: use the one beside this interpreter.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 
 class PlaybookRun:
@@ -40,7 +43,7 @@ class PlaybookRun:
         for event in self.events:
             if event.get("event") != "runner_on_ok":
                 continue
-            data = event["event_data"]
+            data = event.get("event_data", {})
             if data.get("res", {}).get("changed") and (host is None or data.get("host") == host):
                 found.append((data.get("host"), data.get("task")))
         return found
@@ -49,14 +52,16 @@ class PlaybookRun:
         messages = []
         for event in self.events:
             if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
-                res = event["event_data"].get("res", {})
+                res = event.get("event_data", {}).get("res", {})
                 messages.append(res.get("msg") or json.dumps(res)[:2000])
+                # A failed loop says "One or more items failed"; each item carries its own message.
+                messages.extend(item["msg"] for item in res.get("results", []) if item.get("failed") and item.get("msg"))
         return messages
 
     def module_results(self, action):
         """Results of every task whose module is `action` (FQCN), as (host, result)."""
         return [(e["event_data"]["host"], e["event_data"]["res"]) for e in self.events
-                if e.get("event") == "runner_on_ok" and e["event_data"].get("task_action") == action]
+                if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task_action") == action]
 
 
 def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900):

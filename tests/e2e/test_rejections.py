@@ -1,0 +1,105 @@
+"""Bad input is refused on the controller, before any tray is contacted, with a precise message.
+
+The trays use addresses of 198.18.200.0/24, where nothing listens: a run that got past the
+controller-side checks would show unreachable trays, which every test here rules out.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_playbook, write_inventory
+
+TRAY_MODULES = {"rackscale.imex.imex_fabric_info", "rackscale.imex.imex_channel",
+                "rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config",
+                "rackscale.imex.imex_status", "ansible.builtin.systemd_service", "ansible.builtin.stat"}
+
+
+def rack(name, count, first=11, third_octet=200, **host_vars):
+    hosts = {}
+    for i in range(count):
+        hosts["%s-tray%02d" % (name, i + 1)] = dict({"ansible_host": "198.18.%d.%d" % (third_octet, first + i)},
+                                                   **host_vars)
+    return {"hosts": hosts}
+
+
+def inventory(**domains):
+    return {"all": {"children": {"imex_domains": {"children": domains}}}}
+
+
+def assert_refused_before_any_tray(run, *fragments):
+    assert run.rc != 0, "the run was expected to fail:\n" + run.stdout[-3000:]
+    touched = [(e["event_data"].get("host"), e["event_data"].get("task_action")) for e in run.events
+               if e.get("event_data", {}).get("task_action") in TRAY_MODULES
+               and e.get("event", "").startswith("runner_on_")]
+    assert touched == [], "a tray module ran before the refusal: %s" % touched
+    assert not [e for e in run.events if e.get("event") == "runner_on_unreachable"]
+    text = "\n".join(run.failure_messages())
+    for fragment in fragments:
+        assert fragment in text, "missing %r in:\n%s" % (fragment, text)
+
+
+CASES = {
+    "duplicate address": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11"}, "t2": {"ansible_host": "198.18.200.11"}}}),
+        {}, ["address 198.18.200.11 is used by 2 trays", "t1 (group rack1", "t2 (group rack1"]),
+    "tray in two domains": (
+        inventory(rack1=rack("a", 2), rack2={"hosts": {"a-tray01": {}, "b-tray01": {"ansible_host": "198.18.201.11"}}}),
+        {}, ["tray a-tray01 is in 2 domain groups under imex_domains: rack1, rack2"]),
+    "domain above the node limit": (
+        inventory(rack1=rack("a", 19)), {}, ["rack1", "19", "18"]),
+    "empty domain": (
+        {"all": {"children": {"imex_domains": {"children": {"rack1": rack("a", 2), "rack2": {"hosts": {}}}}}}},
+        {}, ["domain group rack2 (child of imex_domains) holds no trays"]),
+    "tray of the play in no domain": (
+        {"all": {"children": {"imex_domains": {"hosts": {"stray": {"ansible_host": "198.18.200.99"}},
+                                               "children": {"rack1": rack("a", 2)}}}}},
+        {}, ["tray stray is a direct member of imex_domains but of none of its child groups"]),
+    "malformed IPv4": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.300"}}}), {},
+        ["tray t1 (group rack1): ansible_host '198.18.200.300'"]),
+    "malformed IPv6": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "2001:db8::zz"}}}), {},
+        ["tray t1 (group rack1): imex_address '2001:db8::zz'"]),
+    "address with shell metacharacters": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "tray1;reboot"}}}), {},
+        ["tray t1 (group rack1): imex_address 'tray1;reboot' contains ';'"]),
+    "mixed address families": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11"},
+                                   "t2": {"ansible_host": "198.18.200.12", "imex_address": "2001:db8::2"}}}), {},
+        ["domain group rack1 mixes address families", "ipv4: t1", "ipv6: t2"]),
+    "host names on a driver without support": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "tray1.example"}}}),
+        {"imex_driver_version": "570.148.08"}, ["tray1.example", "570.158.01", "t1"]),
+    "unknown config key": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_TURBO": "1"}}, ["imex_settings:", "IMEX_TURBO"]),
+    "config value out of range": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"LOG_LEVEL": "9"}}, ["imex_settings:", "LOG_LEVEL", "9"]),
+    "config enum out of range": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_WAIT_FOR_QUORUM": "SOMETIMES"}},
+        ["IMEX_WAIT_FOR_QUORUM", "SOMETIMES"]),
+    "owned config key": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"SERVER_PORT": "50001"}},
+        ["imex_settings sets SERVER_PORT, which the collection manages"]),
+    "negative channel": (
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": -3}]}, ["imex_channels entry", "-3"]),
+    "channel beyond the minor range": (
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 1048576}]}, ["imex_channels entry", "1048576"]),
+    "dra mode with channel0": (
+        inventory(rack1=rack("a", 2)), {"imex_mode": "dra", "imex_channel0": True},
+        ["imex_mode=dra conflicts with imex_channel0=true"]),
+    "slurm mode with channel0": (
+        inventory(rack1=rack("a", 2)), {"imex_mode": "slurm", "imex_channel0": True},
+        ["imex_mode=slurm conflicts with imex_channel0=true", "reserves channel 0"]),
+    "slice holding part of a rack": (
+        {"all": {"children": {"imex_domains": {"children": {"rack1": dict(rack("a", 3), vars={"imex_domain_size": 18})}}}}},
+        {}, ["rack1", "imex_domain_size", "18", "3"]),
+    "unknown mode": (
+        inventory(rack1=rack("a", 2)), {"imex_mode": "kubernetes"}, ["imex_preflight_mode", "kubernetes"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_refused_before_any_tray(case, tmp_path):
+    data, extravars, fragments = CASES[case]
+    run = run_playbook("site.yml", write_inventory(tmp_path, data), extravars=extravars)
+    assert_refused_before_any_tray(run, *fragments)
