@@ -55,7 +55,7 @@ class PlaybookRun:
                 res = event.get("event_data", {}).get("res", {})
                 messages.append(res.get("msg") or json.dumps(res)[:2000])
                 # A failed loop says "One or more items failed"; each item carries its own message.
-                messages.extend(item["msg"] for item in res.get("results", []) if item.get("failed") and item.get("msg"))
+                messages.extend(item["msg"] for item in res.get("results", []) if item.get("msg"))
         return messages
 
     def module_results(self, action):
