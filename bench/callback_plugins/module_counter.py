@@ -1,0 +1,61 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark callback: count remote module executions per host.
+
+Counted: every task result (and every loop item) of a module that ran on a tray. Not counted:
+actions that run on the controller (assert, debug, set_fact, include_*, meta, ...) and tasks
+delegated to localhost. Writes {"per_host": {host: n}, "total": n} to $BENCH_COUNT_FILE at the end.
+"""
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: module_counter
+type: aggregate
+short_description: Count remote module executions per host (benchmark only)
+description: Writes the counts to the file named by the BENCH_COUNT_FILE environment variable.
+requirements: [enable in callbacks_enabled]
+"""
+
+import json
+import os
+
+from ansible.plugins.callback import CallbackBase
+
+CONTROLLER_ACTIONS = {
+    "assert", "debug", "set_fact", "fail", "meta", "include_tasks", "import_tasks", "include_role",
+    "import_role", "include_vars", "add_host", "group_by", "set_stats", "validate_argument_spec",
+    "pause", "wait_for_connection",
+}
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "module_counter"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        self.per_host = {}
+
+    def _count(self, result):
+        action = result._task.action.split(".")[-1]
+        if action in CONTROLLER_ACTIONS:
+            return
+        delegated = (result._result.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+        if delegated in ("localhost", "127.0.0.1"):
+            return
+        if result._result.get("results") is not None and result._task.loop is not None:
+            return  # the loop's items were counted one by one
+        host = result._host.get_name()
+        self.per_host[host] = self.per_host.get(host, 0) + 1
+
+    v2_runner_on_ok = _count
+    v2_runner_on_failed = _count
+    v2_runner_item_on_ok = _count
+    v2_runner_item_on_failed = _count
+
+    def v2_playbook_on_stats(self, stats):
+        path = os.environ.get("BENCH_COUNT_FILE")
+        if path:
+            with open(path, "w") as handle:
+                json.dump({"per_host": self.per_host, "total": sum(self.per_host.values())}, handle)

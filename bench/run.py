@@ -1,0 +1,167 @@
+"""Benchmark of rackscale.imex on the simulated rack, against the `ansible -m ping` floor.
+
+One run, scenarios interleaved rep by rep so that machine drift hits them alike. Writes
+bench/out/results.json (one object per scenario), bench/out/results.md and bench/out/results.png.
+Usage: .venv/bin/python bench/run.py [--reps 3] [--trays 18]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
+BIN = os.path.dirname(sys.executable)
+
+
+class Bed:
+    """A simulated rack of a given shape, rebuilt from scratch on demand."""
+
+    def __init__(self, racks, trays):
+        self.racks, self.trays = racks, trays
+        self.env = dict(os.environ, SIMRACK_STATE=tempfile.mkdtemp(prefix="simrack-bench-", dir="/var/tmp"))
+        self.inventory = None
+
+    def fresh(self):
+        self.down()
+        out = subprocess.run([SIMRACK, "up", "--racks", str(self.racks), "--trays", str(self.trays)],
+                             env=self.env, check=True, capture_output=True, text=True)
+        self.inventory = out.stdout.strip().splitlines()[-1]
+
+    def down(self):
+        subprocess.run([SIMRACK, "down"], env=self.env, capture_output=True, text=True)
+
+
+def timed(command, count_file):
+    """Run a command; return (wall seconds, controller CPU seconds, module runs per host)."""
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"], BENCH_COUNT_FILE=count_file,
+               ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+               ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="module_counter", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+    if os.path.exists(count_file):
+        os.unlink(count_file)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    result = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit("benchmark command failed (%d): %s\n%s\n%s" % (
+            result.returncode, " ".join(command), result.stdout[-4000:], result.stderr[-2000:]))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with open(count_file) as handle:
+        counts = json.load(handle)
+    return wall, cpu, counts
+
+
+def playbook(name, inventory):
+    return [os.path.join(BIN, "ansible-playbook"), "-i", inventory, name]
+
+
+def ping(inventory):
+    return [os.path.join(BIN, "ansible"), "-i", inventory, "imex_domains", "-m", "ansible.builtin.ping"]
+
+
+def summarise(name, bed, samples, floor_median=None):
+    walls = [s[0] for s in samples]
+    per_tray = [s[2]["total"] / float(bed.racks * bed.trays) for s in samples]
+    median = statistics.median(walls)
+    return {
+        "name": name, "racks": bed.racks, "trays": bed.racks * bed.trays,
+        "wall_median_s": round(median, 2), "wall_min_s": round(min(walls), 2), "wall_max_s": round(max(walls), 2),
+        "ratio_to_floor": round(median / floor_median, 2) if floor_median else 1.0,
+        "module_runs_per_tray": round(statistics.median(per_tray), 2),
+        "controller_cpu_s": round(statistics.median(s[1] for s in samples), 2),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--trays", type=int, default=18)
+    args = parser.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    count_file = os.path.join(OUT, "counts.json")
+    samples = {name: [] for name in ("floor", "site_first", "site_nochange", "validate", "naive_nochange",
+                                     "floor_2racks", "site_nochange_2racks")}
+    one, two = Bed(1, args.trays), Bed(2, args.trays)
+    try:
+        for rep in range(args.reps):
+            print("rep %d/%d: one rack of %d" % (rep + 1, args.reps, args.trays), flush=True)
+            one.fresh()
+            samples["floor"].append(timed(ping(one.inventory), count_file))
+            samples["site_first"].append(timed(playbook("playbooks/site.yml", one.inventory), count_file))
+            samples["site_nochange"].append(timed(playbook("playbooks/site.yml", one.inventory), count_file))
+            samples["validate"].append(timed(playbook("playbooks/validate.yml", one.inventory), count_file))
+            samples["naive_nochange"].append(timed(playbook("bench/naive/site.yml", one.inventory), count_file))
+        one.down()
+        two.fresh()
+        timed(playbook("playbooks/site.yml", two.inventory), count_file)
+        for rep in range(args.reps):
+            print("rep %d/%d: two racks" % (rep + 1, args.reps), flush=True)
+            samples["floor_2racks"].append(timed(ping(two.inventory), count_file))
+            samples["site_nochange_2racks"].append(timed(playbook("playbooks/site.yml", two.inventory), count_file))
+    finally:
+        one.down()
+        two.down()
+    floor = statistics.median(s[0] for s in samples["floor"])
+    floor2 = statistics.median(s[0] for s in samples["floor_2racks"])
+    results = [summarise(name, two if name.endswith("2racks") else one, samples[name],
+                         floor2 if name.endswith("2racks") else floor) for name in samples]
+    with open(os.path.join(OUT, "results.json"), "w") as handle:
+        json.dump(results, handle, indent=1)
+    table = render_table(results)
+    with open(os.path.join(OUT, "results.md"), "w") as handle:
+        handle.write(table)
+    render_chart(results, os.path.join(OUT, "results.png"))
+    print(table)
+
+
+def render_table(results):
+    by_name = {r["name"]: r for r in results}
+    lines = ["| scenario | racks | trays | wall median s (min-max) | x floor | module runs/tray | controller CPU s |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append("| %s | %d | %d | %.1f (%.1f-%.1f) | %.2f | %.2f | %.1f |" % (
+            r["name"], r["racks"], r["trays"], r["wall_median_s"], r["wall_min_s"], r["wall_max_s"],
+            r["ratio_to_floor"], r["module_runs_per_tray"], r["controller_cpu_s"]))
+    naive_ratio = by_name["naive_nochange"]["wall_median_s"] / by_name["site_nochange"]["wall_median_s"]
+    scaling = by_name["site_nochange_2racks"]["wall_median_s"] / by_name["site_nochange"]["wall_median_s"]
+    lines += ["", "Targets: no-change <= 5 module runs/tray and <= 5x floor; validate <= 2x floor; first converge "
+              "<= 8x floor; naive >= 2x site no-change; two racks <= 2.2x one rack.",
+              "Naive no-change / site no-change: %.2fx. Two racks / one rack (no-change): %.2fx." % (naive_ratio, scaling),
+              ""]
+    return "\n".join(lines)
+
+
+def render_chart(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["name"] for r in results]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    axes[0].bar(names, [r["wall_median_s"] for r in results],
+                yerr=[[r["wall_median_s"] - r["wall_min_s"] for r in results],
+                      [r["wall_max_s"] - r["wall_median_s"] for r in results]], capsize=3)
+    axes[0].set_ylabel("wall time, median (s)")
+    axes[1].bar(names, [r["module_runs_per_tray"] for r in results], color="tab:orange")
+    axes[1].axhline(5, linestyle="--", color="grey")
+    axes[1].set_ylabel("remote module runs per tray")
+    for axis in axes:
+        axis.tick_params(axis="x", rotation=45)
+    fig.suptitle("rackscale.imex on the simulated rack")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+if __name__ == "__main__":
+    main()
