@@ -1,0 +1,183 @@
+# Copyright: contributors to rackscale.imex
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters over the controller-side IMEX domain model (plugins/module_utils/_domain.py).
+
+Documentation of each filter: the sibling files imex_domain_model.yml, imex_domain_check_play.yml
+and imex_domain_partial.yml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError, AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.rackscale.imex.plugins.module_utils._domain import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_PARENT,
+    HOST_VAR_KEYS,
+    DomainModelError,
+    build_model,
+    check_play,
+    partial_domains,
+)
+
+
+def _inventory_child_groups(hostvars, parent):
+    """Names of the direct child groups of ``parent``, read from the inventory behind hostvars.
+
+    The ``groups`` variable flattens the hierarchy (a group lists its descendants' hosts), so it
+    cannot tell a rack's partitions from the rack. ansible-core's HostVars object is the only
+    thing a filter receives that holds the inventory; None when it is not there (plain dicts).
+    An unknown parent gives [] here: build_model reports a missing parent from ``groups``.
+    """
+    inventory = getattr(hostvars, "_inventory", None)
+    inventory_groups = getattr(inventory, "groups", None)
+    if not isinstance(inventory_groups, Mapping):
+        return None
+    group = inventory_groups.get(parent)
+    if group is None:
+        return []
+    return [child.name for child in group.child_groups]
+
+
+def _plain(value):
+    """Copy templated data into plain Python types, so the model carries no lazy containers."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _needed_host_vars(groups, hostvars, names):
+    """{host: {key: value}} for the hosts of ``names``, reading only the keys the model uses.
+
+    Reading a key of a HostVars entry templates it; a template error is reported with the tray
+    and key instead of a bare traceback, and every such error is collected.
+    """
+    hosts = []
+    for name in names:
+        for host in groups.get(name) or ():
+            if host not in hosts:
+                hosts.append(host)
+    found = {}
+    problems = []
+    for host in hosts:
+        try:
+            host_vars = hostvars[host]
+        except (KeyError, AnsibleError) as exc:
+            problems.append("tray %s: its variables cannot be read: %s" % (host, exc))
+            continue
+        if not isinstance(host_vars, Mapping):
+            found[host] = {}
+            continue
+        values = {}
+        for key in HOST_VAR_KEYS:
+            if key not in host_vars:
+                continue
+            try:
+                values[key] = _plain(host_vars[key])
+            except AnsibleError as exc:
+                problems.append("tray %s: %s cannot be templated: %s" % (host, key, exc))
+        found[host] = values
+    return found, problems
+
+
+def _whole_number(value):
+    """Extra vars given as key=value on the command line arrive as strings: accept '18' for 18."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
+def _flag(value, argument):
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError("%s must be true or false, got %r" % (argument, value)) from None
+
+
+def _host_list(value, argument):
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise AnsibleFilterError(
+            "%s must be a list of inventory host names (for example ansible_play_hosts_all), got %s"
+            % (argument, type(value).__name__)
+        )
+    return [str(host) for host in value]
+
+
+def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT_MAX_NODES,
+                      allow_mixed_families=False, driver_version=None, domains=None,
+                      require_declared_size=False, job_slice_count=1):
+    """Build the IMEX domain model from ``groups`` and ``hostvars`` (see imex_domain_model.yml)."""
+    if not isinstance(groups, Mapping):
+        raise AnsibleFilterError(
+            "imex_domain_model input must be the groups mapping (use groups), got %s" % type(groups).__name__
+        )
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError(
+            "imex_domain_model needs hostvars as its first argument, got %s" % type(hostvars).__name__
+        )
+    if domains is None:
+        domain_groups = _inventory_child_groups(hostvars, parent)
+        if domain_groups is None:
+            raise AnsibleFilterError(
+                "imex_domain_model cannot see the inventory's group tree (hostvars is not Ansible's "
+                "hostvars); pass domains=[...] with the child groups of %s" % parent
+            )
+    elif isinstance(domains, str) or not isinstance(domains, (list, tuple)):
+        raise AnsibleFilterError("domains must be a list of group names, got %s" % type(domains).__name__)
+    else:
+        domain_groups = [str(name) for name in domains]
+
+    plain_groups = {str(name): [str(host) for host in hosts or ()] for name, hosts in groups.items()}
+    host_vars, problems = _needed_host_vars(plain_groups, hostvars, [parent] + domain_groups)
+    if problems:
+        raise AnsibleFilterError(str(DomainModelError(problems)))
+    try:
+        return build_model(
+            plain_groups, host_vars, parent=parent, max_nodes=_whole_number(max_nodes),
+            allow_mixed_families=_flag(allow_mixed_families, "allow_mixed_families"),
+            driver_version=driver_version, domain_groups=domain_groups,
+            require_declared_size=_flag(require_declared_size, "require_declared_size"),
+            job_slice_count=_whole_number(job_slice_count),
+        )
+    except DomainModelError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def imex_domain_check_play(model, play_hosts):
+    """True when every tray of the play is in a domain; fails naming the others."""
+    try:
+        return check_play(model, _host_list(play_hosts, "imex_domain_check_play's argument"))
+    except DomainModelError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def imex_domain_partial(model, play_hosts):
+    """Domains of which only some trays are in the play."""
+    try:
+        return partial_domains(model, _host_list(play_hosts, "imex_domain_partial's argument"))
+    except DomainModelError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+class FilterModule(object):
+    """IMEX domain model filters."""
+
+    def filters(self):
+        return {
+            "imex_domain_model": imex_domain_model,
+            "imex_domain_check_play": imex_domain_check_play,
+            "imex_domain_partial": imex_domain_partial,
+        }

@@ -1,0 +1,414 @@
+"""Tests for the IMEX domain filters (plugins/filter/imex_domain.py).
+
+Most tests feed the filters what a play feeds them: ``groups`` and the HostVars object of a real
+ansible-core inventory. One test runs ansible-playbook on the example inventory with ``--limit``;
+it runs only action plugins (set_fact, debug) with ``ansible_connection=local``, so no tray
+address is ever contacted.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.vars.hostvars import HostVars
+from ansible.vars.manager import VariableManager
+
+from ansible_collections.rackscale.imex.plugins.filter import imex_domain as filters
+from ansible_collections.rackscale.imex.plugins.filter.imex_domain import (
+    FilterModule,
+    imex_domain_check_play,
+    imex_domain_model,
+    imex_domain_partial,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))  # tests/unit/plugins/filter -> root
+EXAMPLE = os.path.join(ROOT, "inventories", "example")
+FILTER_DIR = os.path.join(ROOT, "plugins", "filter")
+
+
+def play_vars(source, limit=None):
+    """``groups`` and ``hostvars`` as a play sees them, for an inventory path."""
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[source])
+    variable_manager = VariableManager(loader=loader, inventory=inventory)
+    HostVars(inventory=inventory, variable_manager=variable_manager, loader=loader)
+    if limit:
+        inventory.subset(limit)
+    host = inventory.get_hosts()[0]
+    variables = variable_manager.get_vars(host=host, include_hostvars=True)
+    return variables["groups"], variables["hostvars"], [h.name for h in inventory.get_hosts()]
+
+
+def write_inventory(tmp_path, text):
+    path = tmp_path / "hosts.yml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def filter_error(*args, **kwargs):
+    with pytest.raises(AnsibleFilterError) as info:
+        imex_domain_model(*args, **kwargs)
+    return str(info.value)
+
+
+# --- the example inventory ----------------------------------------------------------------------
+
+def test_example_inventory_model():
+    groups, hostvars, unused_hosts = play_vars(EXAMPLE)
+
+    model = imex_domain_model(groups, hostvars)
+
+    assert list(model["domains"]) == ["rack07", "rack08_p1", "rack08_p2"]  # rack08 is not a domain
+    rack07 = model["domains"]["rack07"]
+    assert rack07["addresses"] == ["198.18.7.%d" % (10 + tray) for tray in range(1, 19)]  # ansible_host
+    assert (rack07["size"], rack07["declared_size"], rack07["order"]) == (18, 18, "natural")
+    part1, part2 = model["domains"]["rack08_p1"], model["domains"]["rack08_p2"]
+    assert part1["addresses"] == ["198.19.8.%d" % (10 + tray) for tray in range(1, 10)]  # imex_address
+    assert (part1["declared_size"], part1["order"]) == (9, "natural")
+    assert (part2["declared_size"], part2["order"]) == (9, "explicit")
+    assert part2["nodes"][0] == {"host": "rack08-tray10", "address": "198.19.8.20", "index": 0}
+    assert model["host_domain"]["rack08-tray10"] == "rack08_p2"
+    assert all(type(address) is str for domain in model["domains"].values() for address in domain["addresses"])
+
+
+def test_limit_to_one_tray_gives_the_same_model():
+    groups, hostvars, unused_hosts = play_vars(EXAMPLE)
+    limited_groups, limited_hostvars, play_hosts = play_vars(EXAMPLE, limit="rack07-tray03")
+
+    assert play_hosts == ["rack07-tray03"]
+    limited = imex_domain_model(limited_groups, limited_hostvars)
+    assert limited == imex_domain_model(groups, hostvars)
+    assert len(limited["domains"]["rack07"]["addresses"]) == 18
+    assert imex_domain_partial(limited, play_hosts) == {
+        "rack07": {"in_play": ["rack07-tray03"],
+                   "outside_play": ["rack07-tray%02d" % t for t in range(1, 19) if t != 3]}}
+
+
+def test_example_inventory_with_driver_and_declared_sizes_required():
+    groups, hostvars, unused_hosts = play_vars(EXAMPLE)
+    model = imex_domain_model(groups, hostvars, driver_version="570.124.06", require_declared_size=True,
+                              job_slice_count=4)
+    assert sorted(model["domains"]) == ["rack07", "rack08_p1", "rack08_p2"]
+
+
+# --- inventories with problems ------------------------------------------------------------------
+
+def test_rack_group_and_its_partitions_both_under_the_parent(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              children:
+                rackb:
+                  children:
+                    rackb_p1:
+                      hosts:
+                        b1: {ansible_host: 198.18.2.11}
+                rackb_p2:
+                  hosts:
+                    b2: {ansible_host: 198.18.2.12}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    # rackb is the child of imex_domains; its own child rackb_p1 is not a domain.
+    model = imex_domain_model(groups, hostvars)
+    assert list(model["domains"]) == ["rackb", "rackb_p2"]
+    assert model["domains"]["rackb"]["addresses"] == ["198.18.2.11"]
+
+
+def test_all_problems_reach_the_filter_error(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              children:
+                rack1:
+                  hosts:
+                    rack1-tray01: {ansible_host: 198.18.1.11}
+                    rack1-tray02: {ansible_host: 198.18.1.11}
+                    rack1-tray03: {imex_address: rack1-tray03.example.net, ansible_host: 198.18.1.13}
+                rack2:
+                  hosts:
+                    rack1-tray01:
+                rack3:
+                  hosts: {}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    message = filter_error(groups, hostvars, driver_version="570.148.08", allow_mixed_families=True)
+
+    assert message.startswith("IMEX domain model: 4 problems in the inventory:")
+    assert ("- domain group rack3 (child of imex_domains) holds no trays; add its trays or remove the group "
+            "from imex_domains") in message
+    assert "- tray rack1-tray01 is in 2 domain groups under imex_domains: rack1, rack2;" in message
+    assert ("- tray rack1-tray03 (group rack1): imex_address 'rack1-tray03.example.net' is a host name; "
+            "nodes_config.cfg accepts host names only from driver 570.158.01") in message
+    assert ("- address 198.18.1.11 is used by 2 trays: rack1-tray01 (group rack1, ansible_host '198.18.1.11'); "
+            "rack1-tray02 (group rack1, ansible_host '198.18.1.11')") in message
+
+
+def test_template_error_names_tray_and_key(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              children:
+                rack1:
+                  hosts:
+                    rack1-tray01: {ansible_host: 198.18.1.11}
+                    rack1-tray02: {imex_address: "{{ undefined_compute_net }}.12"}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    message = filter_error(groups, hostvars)
+
+    assert "- tray rack1-tray02: imex_address cannot be templated: " in message
+    assert "undefined_compute_net" in message
+
+
+def test_templated_address_is_resolved(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          vars:
+            compute_net: 198.19.1
+          children:
+            imex_domains:
+              children:
+                rack1:
+                  hosts:
+                    rack1-tray01: {imex_address: "{{ compute_net }}.11"}
+                    rack1-tray02: {imex_address: "{{ compute_net }}.12"}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    assert imex_domain_model(groups, hostvars)["domains"]["rack1"]["addresses"] == ["198.19.1.11", "198.19.1.12"]
+
+
+def test_parent_missing_from_the_inventory():
+    groups, hostvars, unused_hosts = play_vars(EXAMPLE)
+    message = filter_error(groups, hostvars, parent="nvl72_domains")
+    assert "group nvl72_domains (parent of the IMEX domain groups) is not in the inventory" in message
+
+
+def test_parent_without_children(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              hosts:
+                rack1-tray01: {ansible_host: 198.18.1.11}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    message = filter_error(groups, hostvars)
+
+    assert "- group imex_domains has no child groups;" in message
+
+
+def test_partial_rack_from_a_slice(tmp_path):
+    # What an AWX slice job receives: part of the rack, the group vars unchanged.
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              children:
+                rack1:
+                  vars:
+                    imex_domain_size: 18
+                  hosts:
+                    rack1-tray01: {ansible_host: 198.18.1.11}
+                    rack1-tray04: {ansible_host: 198.18.1.14}
+        """)
+    groups, hostvars, unused_hosts = play_vars(source)
+
+    message = filter_error(groups, hostvars)
+
+    assert ("- domain group rack1: imex_domain_size = 18 but the inventory holds 2 trays (rack1-tray01, "
+            "rack1-tray04)") in message
+
+
+# --- plain data instead of a play's variables ---------------------------------------------------
+
+def plain_inventory():
+    groups = {"imex_domains": ["t2", "t10", "t1"], "rack1": ["t2", "t10", "t1"]}
+    hostvars = {"t1": {"ansible_host": "198.18.1.11"}, "t2": {"ansible_host": "198.18.1.12"},
+                "t10": {"ansible_host": "198.18.1.20"}}
+    return groups, hostvars
+
+
+def test_plain_dicts_with_explicit_domains():
+    groups, hostvars = plain_inventory()
+    model = imex_domain_model(groups, hostvars, domains=["rack1"])
+    assert model["domains"]["rack1"]["addresses"] == ["198.18.1.11", "198.18.1.12", "198.18.1.20"]
+
+
+def test_plain_dicts_without_domains_cannot_see_the_group_tree():
+    groups, hostvars = plain_inventory()
+    assert filter_error(groups, hostvars) == (
+        "imex_domain_model cannot see the inventory's group tree (hostvars is not Ansible's hostvars); "
+        "pass domains=[...] with the child groups of imex_domains")
+
+
+@pytest.mark.parametrize(("args", "kwargs", "message"), [
+    (("groups", {}), {}, "imex_domain_model input must be the groups mapping (use groups), got str"),
+    (({}, ["hostvars"]), {}, "imex_domain_model needs hostvars as its first argument, got list"),
+    (({}, {}), {"domains": "rack1"}, "domains must be a list of group names, got str"),
+])
+def test_bad_filter_arguments(args, kwargs, message):
+    assert filter_error(*args, **kwargs) == message
+
+
+def test_max_nodes_reaches_the_model():
+    groups, hostvars = plain_inventory()
+    assert "domain group rack1 holds 3 trays, above the limit of 2" in filter_error(
+        groups, hostvars, domains=["rack1"], max_nodes=2)
+
+
+def test_command_line_extra_vars_arrive_as_strings():
+    # -e imex_max_nodes=2 -e require=true hands the filter strings, not int and bool.
+    groups, hostvars = plain_inventory()
+    assert "above the limit of 2" in filter_error(groups, hostvars, domains=["rack1"], max_nodes="2")
+    assert "imex_domain_size is not set (require_declared_size is on)" in filter_error(
+        groups, hostvars, domains=["rack1"], require_declared_size="true")
+    assert "imex_domain_size is not set (job_slice_count is 3" in filter_error(
+        groups, hostvars, domains=["rack1"], job_slice_count="3")
+    assert imex_domain_model(groups, hostvars, domains=["rack1"], allow_mixed_families="no",
+                             require_declared_size="false", job_slice_count="1")
+
+
+def test_flag_that_is_not_a_boolean():
+    groups, hostvars = plain_inventory()
+    assert filter_error(groups, hostvars, domains=["rack1"], allow_mixed_families="sometimes") == (
+        "allow_mixed_families must be true or false, got 'sometimes'")
+
+
+# --- check_play and partial ---------------------------------------------------------------------
+
+def test_check_play_filter():
+    groups, hostvars = plain_inventory()
+    model = imex_domain_model(groups, hostvars, domains=["rack1"])
+
+    assert imex_domain_check_play(model, ["t1"]) is True
+    with pytest.raises(AnsibleFilterError) as info:
+        imex_domain_check_play(model, ["t1", "login01"])
+    assert str(info.value) == (
+        "IMEX domain model: 1 problem in the inventory:\n- tray login01 is in the play but in no IMEX domain "
+        "(no child group of imex_domains holds it); add it to the group of its rack or NVLink partition, or "
+        "leave it out of the play")
+
+
+def test_play_host_argument_must_be_a_list():
+    groups, hostvars = plain_inventory()
+    model = imex_domain_model(groups, hostvars, domains=["rack1"])
+    with pytest.raises(AnsibleFilterError) as info:
+        imex_domain_partial(model, "t1")
+    assert str(info.value) == ("imex_domain_partial's argument must be a list of inventory host names (for example "
+                               "ansible_play_hosts_all), got str")
+
+
+def test_partial_filter():
+    groups, hostvars = plain_inventory()
+    model = imex_domain_model(groups, hostvars, domains=["rack1"])
+
+    assert imex_domain_partial(model, ["t1", "t2", "t10"]) == {}
+    assert imex_domain_partial(model, ["t10"]) == {"rack1": {"in_play": ["t10"], "outside_play": ["t1", "t2"]}}
+
+
+def test_partial_filter_refuses_a_non_model():
+    with pytest.raises(AnsibleFilterError) as info:
+        imex_domain_partial(["t1"], ["t1"])
+    assert "the input is not an IMEX domain model" in str(info.value)
+
+
+# --- plugin registration and documentation ------------------------------------------------------
+
+def test_filter_module_registers_the_three_filters():
+    assert FilterModule().filters() == {
+        "imex_domain_model": imex_domain_model,
+        "imex_domain_check_play": imex_domain_check_play,
+        "imex_domain_partial": imex_domain_partial,
+    }
+
+
+@pytest.mark.parametrize("name", ["imex_domain_model", "imex_domain_check_play", "imex_domain_partial"])
+def test_documentation_matches_the_signature(name):
+    with open(os.path.join(FILTER_DIR, name + ".yml")) as handle:
+        doc = yaml.safe_load(handle)
+    documentation = doc["DOCUMENTATION"]
+    assert documentation["name"] == name
+    assert doc["EXAMPLES"].count("rackscale.imex.%s(" % name) >= 1
+    assert "_value" in doc["RETURN"]
+
+    parameters = inspect.signature(getattr(filters, name)).parameters
+    names = list(parameters)
+    assert set(documentation["options"]) == {"_input"} | set(names[1:])
+    positional = [part.strip() for part in documentation["positional"].split(",")]
+    assert positional == ["_input", names[1]]
+    for option, spec in documentation["options"].items():
+        if option == "_input" or parameters[option].default is inspect.Parameter.empty:
+            assert spec.get("required") is True, option
+        elif parameters[option].default is not None:
+            assert spec.get("default") == parameters[option].default, option
+
+
+# --- a real play --------------------------------------------------------------------------------
+
+def _collections_path():
+    parts = ROOT.split(os.sep)
+    if len(parts) >= 3 and parts[-3] == "ansible_collections":
+        return os.sep.join(parts[:-3])
+    return os.path.join(ROOT, ".build", "pytest-path")
+
+
+PLAYBOOK = """\
+---
+- name: Domain model on the controller
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Build the model
+      ansible.builtin.set_fact:
+        model: "{{ groups | rackscale.imex.imex_domain_model(hostvars, driver_version='580.95.09') }}"
+      run_once: true
+    - name: Report
+      ansible.builtin.debug:
+        msg:
+          model: "{{ model }}"
+          in_domains: "{{ model | rackscale.imex.imex_domain_check_play(ansible_play_hosts_all) }}"
+          partial: "{{ model | rackscale.imex.imex_domain_partial(ansible_play_hosts_all) }}"
+"""
+
+
+def test_playbook_with_limit_writes_the_full_rack(tmp_path):
+    playbook_cli = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(playbook_cli):
+        pytest.skip("ansible-playbook is not installed next to %s" % sys.executable)
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    tree = tmp_path / "tree"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(),
+               ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.tree", ANSIBLE_CALLBACK_TREE_DIR=str(tree),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
+
+    run = subprocess.run(
+        [playbook_cli, "-i", EXAMPLE, str(tmp_path / "play.yml"), "--limit", "rack08-tray12",
+         "-e", "ansible_connection=local"],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads((tree / "rack08-tray12").read_text())["msg"]
+    assert result["in_domains"] is True
+    assert result["model"]["domains"]["rack08_p2"]["addresses"] == ["198.19.8.%d" % (10 + t) for t in range(10, 19)]
+    assert len(result["model"]["domains"]["rack07"]["addresses"]) == 18
+    assert result["partial"]["rack08_p2"]["in_play"] == ["rack08-tray12"]
+    assert len(result["partial"]["rack08_p2"]["outside_play"]) == 8
