@@ -8,7 +8,7 @@ test:        ## the whole test suite (CI runs exactly this)
 	tools/test
 
 bench:       ## benchmark against the ping floor; writes bench/out/
-	tools/bootstrap && .venv/bin/pip install -q -r bench/requirements.txt && .venv/bin/python bench/run.py
+	tools/bootstrap && .venv/bin/python bench/run.py
 
 down:        ## tear down the simulated rack left by `make site KEEP_RACK=1`
 	tests/rack/simrack down

@@ -93,6 +93,8 @@ CASES = {
     "slice holding part of a rack": (
         {"all": {"children": {"imex_domains": {"children": {"rack1": dict(rack("a", 3), vars={"imex_domain_size": 18})}}}}},
         {}, ["rack1", "imex_domain_size", "18", "3"]),
+    "AWX job whose domains declare no size": (
+        inventory(rack1=rack("a", 3)), {"awx_job_id": 42}, ["rack1", "imex_domain_size"]),
     "unknown mode": (
         inventory(rack1=rack("a", 2)), {"imex_mode": "kubernetes"}, ["imex_preflight_mode", "kubernetes"]),
 }
