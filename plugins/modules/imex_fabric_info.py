@@ -1,0 +1,194 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: rackscale.imex maintainers
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: imex_fabric_info
+short_description: Read the NVLink fabric registration of every GPU of a tray
+version_added: 0.1.0
+author: rackscale.imex maintainers (!UNKNOWN)
+description:
+  - Runs C(nvidia-smi -q) and reads the C(Fabric) block of every GPU (State, Status, CliqueId,
+    ClusterUUID, Health Summary).
+  - A tray is ready for IMEX (RV(fabric_ok)) when every GPU has State C(Completed) and Status
+    C(Success), a non-zero CliqueId and a non-zero ClusterUUID, and all GPUs agree on both.
+  - ClusterUUID identifies the NVLink domain (rack) and CliqueId the NVLink partition; all trays of
+    one IMEX domain must report the same pair. Compare RV(cluster_uuid) and RV(clique_id) across trays.
+  - Read-only; changes nothing on the target.
+options:
+  nvidia_smi:
+    description:
+      - Path of the C(nvidia-smi) binary. By default it is searched on E(PATH) and in C(/usr/bin).
+    type: path
+  strict:
+    description:
+      - Fail when the tray is not ready (GPUs disagree, State not C(Completed), Status not C(Success),
+        CliqueId 0 or N/A, ClusterUUID all-zero or N/A). The message lists every problem.
+      - With V(false) the module succeeds and reports RV(fabric_ok=false) and RV(problems).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    description: Can run in check mode and return the same report without modifying the target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed when in diff mode.
+    support: none
+  idempotent:
+    description: Running the module again with the same options gives the same result and changes nothing.
+    support: full
+  platform:
+    description: Target OS families that can be operated against.
+    support: full
+    platforms: posix
+notes:
+  - A Health Summary other than C(Healthy) on a registered GPU is reported as a warning; it does not
+    make RV(fabric_ok) false because IMEX can still run.
+  - Fabric registration is done by the NVLink fabric (NMX / fabric manager). A GPU stuck in
+    C(In Progress) or with Status C(Insufficient Resources) cannot be fixed by IMEX configuration.
+  - When coreutils C(timeout) is available, C(nvidia-smi) is stopped after 120 seconds so that a
+    stuck GPU cannot hang the play.
+seealso:
+  - module: rackscale.imex.imex_status
+"""
+
+EXAMPLES = r"""
+- name: Check that every GPU of the tray is registered with the NVLink fabric
+  rackscale.imex.imex_fabric_info:
+  register: fabric
+
+- name: All trays of the rack share one NVLink domain and partition
+  ansible.builtin.assert:
+    that:
+      - groups['rack1'] | map('extract', hostvars, ['fabric', 'cluster_uuid']) | unique | length == 1
+      - groups['rack1'] | map('extract', hostvars, ['fabric', 'clique_id']) | unique | length == 1
+  run_once: true
+
+- name: Report without failing
+  rackscale.imex.imex_fabric_info:
+    strict: false
+  register: fabric_report
+"""
+
+RETURN = r"""
+gpus:
+  description: Fabric information of every GPU, in C(nvidia-smi) order. N/A values are V(null).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: Position of the GPU in the C(nvidia-smi -q) output (0-based).
+      type: int
+      sample: 0
+    bus_id:
+      description: PCI bus id of the GPU.
+      type: str
+      sample: "00000008:01:00.0"
+    state:
+      description: Fabric registration state (C(Completed), C(In Progress), C(Not Started), C(Not Supported)).
+      type: str
+      sample: Completed
+    status:
+      description: Fabric registration result (C(Success), C(Insufficient Resources), ...).
+      type: str
+      sample: Success
+    clique_id:
+      description:
+        - NVLink partition (clique) id; C(32766) is the default full-rack partition.
+        - An integer; kept as the printed text if the driver ever prints something non-numeric.
+      type: int
+      sample: 32766
+    cluster_uuid:
+      description: NVLink domain (rack) identity.
+      type: str
+      sample: 5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b
+    health:
+      description: Fabric Health Summary (C(Healthy), C(Unhealthy), C(Limited Capacity)).
+      type: str
+      sample: Healthy
+cluster_uuid:
+  description:
+    - The ClusterUUID shared by every GPU.
+    - V(null) unless every GPU completed registration and all report the same non-zero value.
+  returned: success
+  type: str
+  sample: 5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b
+clique_id:
+  description:
+    - The CliqueId shared by every GPU.
+    - V(null) unless every GPU completed registration and all report the same non-zero value.
+  returned: success
+  type: int
+  sample: 32766
+fabric_ok:
+  description: True when RV(problems) is empty.
+  returned: success
+  type: bool
+  sample: true
+problems:
+  description: One sentence per problem, naming the GPUs.
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - "GPUs 0-3: fabric state is In Progress, not Completed (the GPU has not finished registering with the
+       NVLink fabric; wait, or check the NVLink fabric manager / NMX)"
+raw:
+  description: Output of nvidia-smi that could not be parsed.
+  returned: when the output could not be parsed
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rackscale.imex.plugins.module_utils import _fabric
+
+_SMI_TIMEOUT_SECONDS = '120'
+_KILL_GRACE_SECONDS = '5'
+_HUNG_RCS = (124, 137)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type='path'),
+            strict=dict(type='bool', default=True),
+        ),
+        supports_check_mode=True,
+    )
+    smi = module.params['nvidia_smi'] or module.get_bin_path('nvidia-smi', opt_dirs=['/usr/bin'])
+    if not smi:
+        module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
+                             'utilities or set nvidia_smi')
+
+    args = [smi, '-q']
+    # Bound nvidia-smi when coreutils is there; a GPU in a bad state can make it hang.
+    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
+    if timeout_path:
+        args = [timeout_path, '-k', _KILL_GRACE_SECONDS, _SMI_TIMEOUT_SECONDS] + args
+    rc, out, err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    if timeout_path and rc in _HUNG_RCS:
+        module.fail_json(msg='%s -q did not finish within %s s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
+                         rc=rc, stdout=out, stderr=err)
+    if rc != 0:
+        module.fail_json(msg='%s -q failed with rc %d: %s' % (smi, rc, (err or out).strip()[:1000]),
+                         rc=rc, stdout=out, stderr=err)
+    try:
+        gpus = _fabric.parse_smi_query(out)
+    except _fabric.SmiParseError as error:
+        module.fail_json(msg='cannot read the output of %s -q: %s' % (smi, error.message), raw=error.raw)
+
+    summary = _fabric.summarise_tray(gpus)
+    for warning in summary.pop('warnings'):
+        module.warn(warning)
+    result = dict(changed=False, **summary)
+    if module.params['strict'] and not summary['fabric_ok']:
+        module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

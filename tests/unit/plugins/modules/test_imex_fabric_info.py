@@ -1,0 +1,140 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""imex_fabric_info: command line, strict / non-strict verdicts, warnings, failures."""
+from __future__ import annotations
+
+import os
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.rackscale.imex.plugins.modules import imex_fabric_info
+
+SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'smi')
+SMI = '/usr/bin/nvidia-smi'
+TIMEOUT = '/usr/bin/timeout'
+UUID = '5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b'
+
+
+def sample(name):
+    with open(os.path.join(SAMPLES, name)) as handle:
+        return handle.read()
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+def _exit_json(self, **kwargs):
+    raise ExitJson(kwargs)
+
+
+def _fail_json(self, msg, **kwargs):
+    kwargs['msg'] = msg
+    raise FailJson(kwargs)
+
+
+def run(args, answer, bins=None, warnings=None):
+    bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT} if bins is None else bins
+    warnings = [] if warnings is None else warnings
+    calls = []
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return bins.get(name)
+
+    def run_command(self, cmd, **kwargs):
+        calls.append(list(cmd))
+        return answer
+
+    with patch_module_args(args), \
+            mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
+                                get_bin_path=get_bin_path, run_command=run_command,
+                                warn=lambda self, text: warnings.append(text)):
+        with pytest.raises((ExitJson, FailJson)) as caught:
+            imex_fabric_info.main()
+    return caught.type is ExitJson, caught.value.args[0], calls
+
+
+def test_registered_tray():
+    ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok
+    assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]
+    assert result['changed'] is False
+    assert result['fabric_ok'] is True
+    assert result['cluster_uuid'] == UUID
+    assert result['clique_id'] == 32766
+    assert result['problems'] == []
+    assert [gpu['bus_id'] for gpu in result['gpus']] == [
+        '00000008:01:00.0', '00000009:01:00.0', '00000018:01:00.0', '00000019:01:00.0']
+    assert 'warnings' not in result
+
+
+def test_check_mode_is_the_same():
+    ok, result, calls = run({'_ansible_check_mode': True}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and result['fabric_ok'] is True and len(calls) == 1
+
+
+def test_strict_fails_and_names_the_gpus():
+    ok, result, _ = run({}, (0, sample('smi_q_580.95.09_insufficient_resources.txt'), ''))
+    assert not ok
+    assert result['msg'].startswith('GPU fabric not ready for IMEX: GPUs 0-3: fabric status is Insufficient '
+                                    'Resources, not Success')
+    assert 'CliqueId is 0' in result['msg']
+    assert result['fabric_ok'] is False
+    assert len(result['gpus']) == 4
+
+
+def test_not_strict_reports_without_failing():
+    ok, result, _ = run({'strict': False}, (0, sample('smi_q_580.95.09_clique_disagree.txt'), ''))
+    assert ok
+    assert result['fabric_ok'] is False
+    assert result['clique_id'] is None
+    assert result['problems'][0].startswith('GPUs disagree on CliqueId: 32766 on GPUs 0-2, 2 on GPU 3')
+
+
+def test_health_summary_becomes_a_warning():
+    warnings = []
+    ok, result, _ = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''), warnings=warnings)
+    assert ok and result['fabric_ok'] is True
+    assert len(warnings) == 1 and warnings[0].startswith('GPUs 0-3: fabric health is Unhealthy')
+
+
+def test_explicit_path_and_no_timeout_binary():
+    ok, result, calls = run({'nvidia_smi': '/opt/nvidia/bin/nvidia-smi'},
+                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''), bins={})
+    assert ok
+    assert calls == [['/opt/nvidia/bin/nvidia-smi', '-q']]
+
+
+def test_nvidia_smi_missing():
+    ok, result, calls = run({}, (0, '', ''), bins={'timeout': TIMEOUT})
+    assert not ok and result['msg'].startswith('nvidia-smi not found')
+    assert calls == []
+
+
+def test_nvidia_smi_fails():
+    message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    ok, result, _ = run({}, (9, message, ''))
+    assert not ok
+    assert result['msg'] == "%s -q failed with rc 9: %s" % (SMI, message.strip())
+    assert result['rc'] == 9
+
+
+def test_nvidia_smi_hangs():
+    ok, result, _ = run({}, (124, '', ''))
+    assert not ok and result['msg'] == '%s -q did not finish within 120 s and was stopped' % SMI
+
+
+def test_unreadable_output_carries_raw():
+    text = 'something unexpected\n'
+    ok, result, _ = run({}, (0, text, ''))
+    assert not ok
+    assert result['raw'] == text
+    assert 'no "GPU <bus id>" sections' in result['msg']
