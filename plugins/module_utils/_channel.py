@@ -1,0 +1,454 @@
+# Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""IMEX channels: /proc/devices, /proc/driver/nvidia/params, modprobe.d and the channel device nodes.
+
+A channel is the character device ``<device_dir>/channel<N>`` with the dynamic major of
+``nvidia-caps-imex-channels`` (it differs per node) and minor N. The driver creates channel0
+(mode 0666) at module load only when ``options nvidia NVreg_CreateImexChannel0=1`` is visible to
+modprobe; every other channel, and channel0 without that option, must be created with mknod.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+
+from ansible_collections.rackscale.imex.plugins.module_utils._files import (
+    FileOpError,
+    ensure_directory,
+    group_label,
+    lstat_or_none,
+    parse_mode,
+    read_text,
+    remove_file,
+    replace_file,
+    resolve_gid,
+    resolve_uid,
+    user_label,
+)
+
+IMEX_CHANNELS_DEVICE_NAME = "nvidia-caps-imex-channels"
+CREATE_CHANNEL0_PARAM = "NVreg_CreateImexChannel0"
+NVIDIA_MODULE = "nvidia"
+DEFAULT_CHANNEL_COUNT = 2048
+# NVreg_ImexChannelCount is limited to 20 bits, like the minor number of a dev_t.
+MAX_CHANNEL = (1 << 20) - 1
+DROPIN_OPTION_LINE = "options %s %s=1" % (NVIDIA_MODULE, CREATE_CHANNEL0_PARAM)
+DROPIN_CONTENT = (
+    "# Managed by rackscale.imex (imex_channel): the nvidia module creates IMEX channel0 when it loads.\n"
+    + DROPIN_OPTION_LINE + "\n"
+)
+
+
+class ChannelError(Exception):
+    """A channel cannot be managed as requested; the message names the file or value at fault."""
+
+
+# ---------------------------------------------------------------------------------------------
+# /proc/devices and /proc/driver/nvidia/params
+
+
+def imex_channel_major(proc_devices_text):
+    """Major number of ``nvidia-caps-imex-channels`` from /proc/devices content, or None.
+
+    Only the ``Character devices:`` section counts and the name must match exactly (as the DRA
+    driver and Slurm do), so a block device or a longer name with the same prefix never matches.
+    """
+    in_character_section = False
+    for line in proc_devices_text.splitlines():
+        stripped = line.strip()
+        if stripped.endswith(":") and not stripped[:1].isdigit():
+            in_character_section = stripped == "Character devices:"
+            continue
+        if not in_character_section:
+            continue
+        fields = stripped.split()
+        if len(fields) == 2 and fields[0].isdigit() and fields[1] == IMEX_CHANNELS_DEVICE_NAME:
+            return int(fields[0])
+    return None
+
+
+def parse_nvidia_params(text):
+    """``Name: value`` pairs of /proc/driver/nvidia/params as a dict of strings."""
+    params = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            params[name.strip()] = value.strip()
+    return params
+
+
+def imex_channel_count(params_text):
+    """Channel count from params content (``ImexChannelCount: N``); 2048 when absent.
+
+    The params file only lists ImexChannelCount on drivers that know the option (INFERRED from
+    gVisor parsing it there); 2048 is the driver's documented default.
+    """
+    if params_text is None:
+        return DEFAULT_CHANNEL_COUNT
+    value = parse_nvidia_params(params_text).get("ImexChannelCount")
+    if value is None:
+        return DEFAULT_CHANNEL_COUNT
+    try:
+        return int(value, 0)
+    except ValueError:
+        return DEFAULT_CHANNEL_COUNT
+
+
+# ---------------------------------------------------------------------------------------------
+# modprobe.d
+
+
+class ModprobeSetting(object):
+    """One ``NVreg_CreateImexChannel0=<value>`` found in a modprobe.d file."""
+
+    __slots__ = ("path", "line", "value")
+
+    def __init__(self, path, line, value):
+        self.path = path
+        self.line = line
+        self.value = value
+
+    def as_tuple(self):
+        return (self.path, self.line, self.value)
+
+    def __repr__(self):
+        return "%s:%d: %s=%s" % (self.path, self.line, CREATE_CHANNEL0_PARAM, self.value)
+
+
+def _tokens(line):
+    try:
+        return shlex.split(line, posix=True)
+    except ValueError:
+        # Unbalanced quotes: modprobe would still read the plain words, so do the same.
+        return line.split()
+
+
+def option_values(text, param=CREATE_CHANNEL0_PARAM, module=NVIDIA_MODULE):
+    """(line number, value) for every ``options <module> ... <param>=<value>`` in modprobe.d text.
+
+    Several parameters may share one line; only whole-line '#' comments exist in modprobe.d.
+    """
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        words = _tokens(stripped)
+        if len(words) < 3 or words[0] != "options":
+            continue
+        # modprobe treats '-' and '_' in module names as the same character.
+        if words[1].replace("-", "_") != module.replace("-", "_"):
+            continue
+        for word in words[2:]:
+            name, sep, value = word.partition("=")
+            if sep and name == param:
+                found.append((number, value))
+    return found
+
+
+def _normalize_value(value):
+    try:
+        return str(int(value, 0))
+    except ValueError:
+        return value
+
+
+def scan_modprobe_dir(directory, exclude=None):
+    """Every CreateImexChannel0 setting in ``directory``/*.conf, sorted like modprobe reads them.
+
+    modprobe only reads files ending in .conf, so backups such as nvidia.conf.dpkg-old cannot
+    conflict and are skipped. ``exclude`` is our own drop-in.
+    """
+    if not os.path.isdir(directory):
+        return []
+    excluded = os.path.realpath(exclude) if exclude else None
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        raise ChannelError("cannot list %s: %s" % (directory, exc.strerror or exc)) from exc
+    settings = []
+    for name in names:
+        if not name.endswith(".conf"):
+            continue
+        path = os.path.join(directory, name)
+        if excluded and os.path.realpath(path) == excluded:
+            continue
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError as exc:
+            raise ChannelError("cannot read %s: %s" % (path, exc.strerror or exc)) from exc
+        for number, value in option_values(text):
+            settings.append(ModprobeSetting(path, number, value))
+    return settings
+
+
+def conflicting_settings(settings, wanted):
+    """Settings whose value differs from ``wanted`` ('1' or '0'), as (file, line, value) tuples."""
+    wanted = _normalize_value(wanted)
+    return [setting.as_tuple() for setting in settings if _normalize_value(setting.value) != wanted]
+
+
+def foreign_dropin_lines(text):
+    """(line number, line) of everything in a drop-in that is not a comment, blank or our option.
+
+    Our drop-in must hold nothing else: replacing or removing it would otherwise destroy other
+    module options.
+    """
+    foreign = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if " ".join(stripped.split()) == DROPIN_OPTION_LINE:
+            continue
+        foreign.append((number, stripped))
+    return foreign
+
+
+# ---------------------------------------------------------------------------------------------
+# device nodes
+
+
+class NodeState(object):
+    """What is at a channel path: kind ('absent', 'char', 'file', 'symlink', 'directory', 'other')."""
+
+    __slots__ = ("kind", "major", "minor", "uid", "gid", "mode")
+
+    def __init__(self, kind, major=None, minor=None, uid=None, gid=None, mode=None):
+        self.kind = kind
+        self.major = major
+        self.minor = minor
+        self.uid = uid
+        self.gid = gid
+        self.mode = mode
+
+    @classmethod
+    def from_path(cls, path):
+        st = lstat_or_none(path)
+        if st is None:
+            return cls("absent")
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISCHR(st.st_mode):
+            return cls("char", os.major(st.st_rdev), os.minor(st.st_rdev), st.st_uid, st.st_gid, mode)
+        if stat.S_ISLNK(st.st_mode):
+            kind = "symlink"
+        elif stat.S_ISDIR(st.st_mode):
+            kind = "directory"
+        elif stat.S_ISREG(st.st_mode):
+            kind = "file"
+        else:
+            kind = "other"
+        return cls(kind, uid=st.st_uid, gid=st.st_gid, mode=mode)
+
+    @property
+    def exists(self):
+        return self.kind != "absent"
+
+    def describe(self):
+        """Multi-line text for diffs: one attribute per line so a diff shows exactly what moved."""
+        if self.kind == "absent":
+            return "absent\n"
+        if self.kind != "char":
+            return "type: %s (not a character device)\n" % self.kind
+        return ("type: character device\nmajor: %d\nminor: %d\nowner: %s\ngroup: %s\nmode: %04o\n"
+                % (self.major, self.minor, user_label(self.uid), group_label(self.gid), self.mode))
+
+
+class DevicePlan(object):
+    """What to do at one channel path to reach the wanted node (or its absence)."""
+
+    def __init__(self, path, before, after, recreate=False, create=False, remove=False,
+                 set_owner=False, set_mode=False):
+        self.path = path
+        self.before = before
+        self.after = after
+        self.recreate = recreate
+        self.create = create
+        self.remove = remove
+        self.set_owner = set_owner
+        self.set_mode = set_mode
+
+    @property
+    def changed(self):
+        return self.create or self.recreate or self.remove or self.set_owner or self.set_mode
+
+    def diff(self):
+        return {
+            "before_header": "%s (device node)" % self.path,
+            "after_header": "%s (device node)" % self.path,
+            "before": self.before.describe(),
+            "after": self.after.describe(),
+        }
+
+
+def plan_device(path, major, minor, uid, gid, mode):
+    """Plan for a char device ``major:minor`` at ``path`` owned by uid:gid with ``mode``."""
+    before = NodeState.from_path(path)
+    after = NodeState("char", major, minor, uid, gid, mode)
+    if before.kind == "directory":
+        raise ChannelError("%s is a directory, not a channel device; remove it by hand" % path)
+    if before.kind == "absent":
+        return DevicePlan(path, before, after, create=True)
+    if before.kind != "char" or before.major != major or before.minor != minor:
+        # A node with the wrong type or numbers grants access to the wrong channel (or nothing):
+        # replace it rather than trying to repair it.
+        return DevicePlan(path, before, after, recreate=True)
+    return DevicePlan(path, before, after,
+                      set_owner=(before.uid != uid or before.gid != gid),
+                      set_mode=(before.mode != mode))
+
+
+def plan_device_absent(path):
+    before = NodeState.from_path(path)
+    if before.kind == "directory":
+        raise ChannelError("%s is a directory, not a channel device; remove it by hand" % path)
+    return DevicePlan(path, before, NodeState("absent"), remove=before.exists)
+
+
+def apply_device_plan(plan):
+    """Carry out a :class:`DevicePlan` (never called in check mode)."""
+    path = plan.path
+    wanted = plan.after
+    step = "inspect"
+    try:
+        if plan.remove or plan.recreate:
+            step = "remove the old node at"
+            os.unlink(path)
+        if plan.create or plan.recreate:
+            step = "create character device %d:%d at" % (wanted.major, wanted.minor)
+            # mknod honours the umask; the exact mode is set with chmod right after.
+            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(wanted.major, wanted.minor))
+        if wanted.kind == "char" and (plan.create or plan.recreate or plan.set_owner):
+            step = "set owner %s, group %s of" % (user_label(wanted.uid), group_label(wanted.gid))
+            os.chown(path, wanted.uid, wanted.gid)
+        if wanted.kind == "char" and (plan.create or plan.recreate or plan.set_mode):
+            step = "set mode %04o of" % wanted.mode
+            os.chmod(path, wanted.mode)
+    except OSError as exc:
+        raise FileOpError("cannot %s %s: %s" % (step, path, exc.strerror or exc)) from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole channel: validate and plan everything first, then change things
+
+
+def _persistent_conflict_message(conflicts, wanted, modprobe_dir):
+    where = "; ".join("%s line %d sets %s=%s" % (path, line, CREATE_CHANNEL0_PARAM, value)
+                      for path, line, value in conflicts)
+    return ("%s conflicts with the wanted %s=%s: %s. modprobe applies these files in name order, so the "
+            "result at boot would depend on file names; remove or fix those lines"
+            % (modprobe_dir, CREATE_CHANNEL0_PARAM, wanted, where))
+
+
+def _plan_dropin(state, modprobe_path, modprobe_dir):
+    """Validate our drop-in and the rest of modprobe.d for a persistent channel0."""
+    existing = read_text(modprobe_path)
+    if existing is not None:
+        foreign = foreign_dropin_lines(existing)
+        if foreign:
+            number, line = foreign[0]
+            raise ChannelError(
+                "%s holds other settings (line %d: %r); modprobe_path must name a file dedicated to "
+                "the %s line so that replacing or removing it cannot drop other options"
+                % (modprobe_path, number, line, CREATE_CHANNEL0_PARAM))
+    wanted = "1" if state == "present" else "0"
+    conflicts = conflicting_settings(scan_modprobe_dir(modprobe_dir, exclude=modprobe_path), wanted)
+    if conflicts:
+        raise ChannelError(_persistent_conflict_message(conflicts, wanted, modprobe_dir))
+
+
+def _read_major(proc_devices):
+    try:
+        text = read_text(proc_devices)
+    except FileOpError as exc:
+        raise ChannelError(str(exc)) from exc
+    major = imex_channel_major(text) if text is not None else None
+    if major is None:
+        raise ChannelError(
+            "%s has no '%s' entry in its Character devices section: the nvidia driver is not loaded, "
+            "is too old for IMEX channels (R550 or newer is needed), or was loaded with "
+            "NVreg_ImexChannelCount=0. Load the driver first, or use immediate=false to only "
+            "prepare the boot-time setting" % (proc_devices, IMEX_CHANNELS_DEVICE_NAME))
+    return major
+
+
+def ensure_channel(module, channel, state, persistent, immediate, owner, group, mode,
+                   modprobe_path, modprobe_dir, proc_devices, params_path, device_dir):
+    """Bring channel ``channel`` to ``state``; returns the module result (diff as a list).
+
+    Nothing is changed until every input has been read and validated. The device node is handled
+    before the drop-in: if the node fails, the drop-in is still unchanged and the next run reports
+    initramfs_rebuild_needed again instead of losing that signal.
+    """
+    if channel < 0 or channel > MAX_CHANNEL:
+        raise ChannelError("channel %d is outside 0..%d (IMEX channel numbers are 20-bit minors)"
+                           % (channel, MAX_CHANNEL))
+    if persistent and channel != 0:
+        raise ChannelError(
+            "persistent=true needs channel 0: the driver creates only channel0 at module load "
+            "(%s); channel %d must be created after every boot (immediate=true, persistent=false)"
+            % (CREATE_CHANNEL0_PARAM, channel))
+    uid = resolve_uid(owner)
+    gid = resolve_gid(group)
+    wanted_mode = parse_mode(mode)
+    if uid is None or gid is None or wanted_mode is None:
+        raise ChannelError("owner, group and mode of %s must not be empty (got %r, %r, %r)"
+                           % (os.path.join(device_dir, "channel%d" % channel), owner, group, mode))
+    device = os.path.join(device_dir, "channel%d" % channel)
+    result = {
+        "changed": False,
+        "device": device,
+        "major": None,
+        "minor": channel,
+        "initramfs_rebuild_needed": False,
+        "reboot_needed": False,
+        "diff": [],
+    }
+
+    if persistent:
+        _plan_dropin(state, modprobe_path, modprobe_dir)
+
+    plan = None
+    if immediate and state == "present":
+        major = _read_major(proc_devices)
+        count = imex_channel_count(read_text(params_path))
+        if channel >= count:
+            raise ChannelError("channel %d is outside 0..%d: %s sets ImexChannelCount=%d"
+                               % (channel, count - 1, params_path, count))
+        if os.path.lexists(device_dir) and not os.path.isdir(device_dir):
+            raise ChannelError("%s exists but is not a directory" % device_dir)
+        plan = plan_device(device, major, channel, uid, gid, wanted_mode)
+        result["major"] = major
+    elif immediate:
+        plan = plan_device_absent(device)
+
+    if plan is not None:
+        if state == "present":
+            result["changed"] |= ensure_directory(module, device_dir, 0o755, 0, 0)
+        if plan.changed and not module.check_mode:
+            apply_device_plan(plan)
+        result["changed"] |= plan.changed
+        result["diff"].append(plan.diff())
+        device_exists_after = plan.after.exists
+    else:
+        device_exists_after = NodeState.from_path(device).exists
+
+    if persistent:
+        if state == "present":
+            result["changed"] |= ensure_directory(module, os.path.dirname(modprobe_path), 0o755, 0, 0)
+            outcome = replace_file(module, modprobe_path, DROPIN_CONTENT, owner=0, group=0, mode=0o644)
+        else:
+            outcome = remove_file(module, modprobe_path)
+        result["diff"].insert(0, outcome["diff"])
+        result["changed"] |= outcome["changed"]
+        result["initramfs_rebuild_needed"] = outcome["changed"]
+        # The boot-time setting only matters now if the node does not already match it: a present
+        # channel that does not exist yet, or an absent one that still exists.
+        result["reboot_needed"] = outcome["changed"] and device_exists_after != (state == "present")
+    return result

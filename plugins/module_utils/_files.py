@@ -1,0 +1,364 @@
+# Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One shared way to replace, remove and inspect the small text files the IMEX modules manage.
+
+Every write goes render -> compare -> (check mode: report only) -> temporary file in the target's
+own directory -> owner/group/mode -> ``module.atomic_move``. The target therefore either keeps its
+old content or has the complete new content; it is never half written.
+
+Errors are raised as :class:`FileOpError` whose message names the host path, so modules can hand
+it to ``fail_json`` unchanged.
+"""
+
+from __future__ import annotations
+
+import errno
+import grp
+import os
+import pwd
+import re
+import stat
+import tempfile
+
+_OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
+
+
+class FileOpError(Exception):
+    """A file operation failed or was refused; the message names the path at fault."""
+
+
+def _os_reason(exc):
+    return exc.strerror or str(exc)
+
+
+def parse_mode(mode):
+    """Return ``mode`` ('0644', '644', 0o644) as an int, or None when not given.
+
+    Only octal modes are accepted: the managed files have fixed, documented modes, and a
+    symbolic mode (u=rw,...) would make the result depend on the current mode.
+    """
+    if mode is None:
+        return None
+    if isinstance(mode, bool):
+        raise FileOpError("mode %r is not an octal file mode such as '0644'" % (mode,))
+    if isinstance(mode, int):
+        if 0 <= mode <= 0o7777:
+            return mode
+        raise FileOpError("mode %r is outside 0..07777" % (mode,))
+    text = str(mode).strip()
+    if not _OCTAL_MODE.match(text):
+        raise FileOpError("mode %r is not an octal file mode such as '0644'" % (mode,))
+    return int(text, 8)
+
+
+def resolve_uid(owner):
+    """Return the uid for a user name or numeric id, None when not given."""
+    if owner is None or owner == "":
+        return None
+    text = str(owner)
+    if text.isdigit():
+        return int(text)
+    try:
+        return pwd.getpwnam(text).pw_uid
+    except KeyError:
+        raise FileOpError("owner %r does not exist on this host" % (text,)) from None
+
+
+def resolve_gid(group):
+    """Return the gid for a group name or numeric id, None when not given."""
+    if group is None or group == "":
+        return None
+    text = str(group)
+    if text.isdigit():
+        return int(text)
+    try:
+        return grp.getgrnam(text).gr_gid
+    except KeyError:
+        raise FileOpError("group %r does not exist on this host" % (text,)) from None
+
+
+def user_label(uid):
+    """'root (0)' style label for messages and diffs; bare number when the uid has no name."""
+    try:
+        return "%s (%d)" % (pwd.getpwuid(uid).pw_name, uid)
+    except KeyError:
+        return str(uid)
+
+
+def group_label(gid):
+    try:
+        return "%s (%d)" % (grp.getgrgid(gid).gr_name, gid)
+    except KeyError:
+        return str(gid)
+
+
+def _resolve_target(path):
+    """Follow a symlink at ``path`` so that the link survives and its target gets the content.
+
+    Operators sometimes point /etc/nvidia-imex/config.cfg at shared storage; replacing the link
+    by a regular file would silently detach that node from the shared copy.
+    """
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    return path
+
+
+def read_bytes(path):
+    """Content of a regular file, or None when it does not exist."""
+    target = _resolve_target(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FileOpError("cannot inspect %s: %s" % (path, _os_reason(exc))) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise FileOpError("%s exists but is not a regular file" % (path,))
+    try:
+        with open(target, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise FileOpError("cannot read %s: %s" % (path, _os_reason(exc))) from exc
+
+
+def read_text(path):
+    """Content of a text file decoded as UTF-8, or None when it does not exist.
+
+    Undecodable bytes are kept as surrogates so that an edit round-trips them unchanged.
+    """
+    data = read_bytes(path)
+    if data is None:
+        return None
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _encode(content):
+    if isinstance(content, bytes):
+        return content
+    return content.encode("utf-8", "surrogateescape")
+
+
+def _diff_text(data):
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def ensure_directory(module, path, mode=0o755, uid=0, gid=0):
+    """Create ``path`` and any missing parents with ``mode`` and uid/gid; existing ones are left alone.
+
+    Returns True when something was (or, in check mode, would be) created.
+    """
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.lexists(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    if not os.path.isdir(current):
+        raise FileOpError("%s exists but is not a directory (needed for %s)" % (current, path))
+    if not missing:
+        return False
+    if module.check_mode:
+        return True
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+            # mkdir honours the umask; the requested mode is what the caller documented.
+            os.chmod(directory, mode)
+            if (uid is not None and uid != os.geteuid()) or (gid is not None and gid != os.getegid()):
+                os.chown(directory, -1 if uid is None else uid, -1 if gid is None else gid)
+        except OSError as exc:
+            raise FileOpError("cannot create directory %s: %s" % (directory, _os_reason(exc))) from exc
+    return True
+
+
+def _attribute_changes(st, uid, gid, mode):
+    """(name, before, after) for each requested attribute that differs from the stat result."""
+    changes = []
+    if uid is not None and st.st_uid != uid:
+        changes.append(("owner", user_label(st.st_uid), user_label(uid)))
+    if gid is not None and st.st_gid != gid:
+        changes.append(("group", group_label(st.st_gid), group_label(gid)))
+    if mode is not None and stat.S_IMODE(st.st_mode) != mode:
+        changes.append(("mode", "%04o" % stat.S_IMODE(st.st_mode), "%04o" % mode))
+    return changes
+
+
+def _apply_attributes(path, uid, gid, mode, shown_path=None):
+    shown = shown_path or path
+    try:
+        if uid is not None or gid is not None:
+            st = os.lstat(path)
+            if (uid is not None and st.st_uid != uid) or (gid is not None and st.st_gid != gid):
+                os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
+        if mode is not None:
+            os.chmod(path, mode)
+    except OSError as exc:
+        raise FileOpError("cannot set owner/group/mode of %s: %s" % (shown, _os_reason(exc))) from exc
+
+
+def _write_temp(directory, basename, data, uid, gid, mode, shown_path):
+    """Write ``data`` to a new file next to the target and give it its final attributes.
+
+    Returns the temporary path. The file is flushed to disk before it can replace the target, so
+    a crash after the rename cannot leave an empty file behind.
+    """
+    try:
+        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % basename, suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise FileOpError("cannot create a temporary file in %s to replace %s: %s"
+                          % (directory, shown_path, _os_reason(exc))) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _apply_attributes(tmp_path, uid, gid, mode, shown_path=shown_path)
+    except OSError as exc:
+        _discard(tmp_path)
+        raise FileOpError("cannot write %s: %s" % (shown_path, _os_reason(exc))) from exc
+    except FileOpError:
+        _discard(tmp_path)
+        raise
+    return tmp_path
+
+
+def _discard(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _umask_default_mode():
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _headers(path, existed):
+    return {
+        "before_header": path if existed else "%s (absent)" % path,
+        "after_header": path,
+    }
+
+
+def replace_file(module, path, content, owner=None, group=None, mode=None, backup=False):
+    """Make ``path`` hold exactly ``content`` (str or bytes) with the given attributes.
+
+    ``owner``/``group``/``mode`` left as None keep the current values (new files: the current
+    user and the umask default). Returns a dict with ``changed``, ``backup_file`` (None unless a
+    backup was written) and ``diff`` ({before, after, before_header, after_header}, plus
+    ``prepared`` describing attribute changes, which the diff callback prints verbatim).
+    """
+    uid = resolve_uid(owner)
+    gid = resolve_gid(group)
+    wanted_mode = parse_mode(mode)
+    new_data = _encode(content)
+
+    # atomic_move documents that it needs absolute paths.
+    target = os.path.abspath(_resolve_target(path))
+    old_data = read_bytes(path)
+    existed = old_data is not None
+    directory = os.path.dirname(target)
+    # In check mode the caller's ensure_directory only predicted the directory; the file would
+    # then be new, which is exactly what the result below reports.
+    if not os.path.isdir(directory) and not module.check_mode:
+        raise FileOpError("cannot write %s: directory %s does not exist" % (path, directory))
+
+    attr_changes = []
+    if existed:
+        try:
+            st = os.stat(target)
+        except OSError as exc:
+            raise FileOpError("cannot inspect %s: %s" % (path, _os_reason(exc))) from exc
+        attr_changes = _attribute_changes(st, uid, gid, wanted_mode)
+    content_changed = (not existed) or old_data != new_data
+
+    diff = dict(_headers(path, existed), before=_diff_text(old_data), after=_diff_text(new_data))
+    if attr_changes:
+        diff["prepared"] = "%s: %s\n" % (
+            path, ", ".join("%s %s -> %s" % change for change in attr_changes))
+    result = {"changed": content_changed or bool(attr_changes), "backup_file": None, "diff": diff}
+    if module.check_mode or not result["changed"]:
+        return result
+
+    if not content_changed:
+        _apply_attributes(target, uid, gid, wanted_mode, shown_path=path)
+        return result
+
+    if backup and existed:
+        try:
+            result["backup_file"] = module.backup_local(target) or None
+        except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
+            raise FileOpError("cannot back up %s before replacing it: %s" % (path, exc)) from exc
+
+    # The temporary file is born with the final attributes: the old file's when the caller did not
+    # ask for others, so replacing a vendor file never loosens or tightens its permissions.
+    if existed:
+        tmp_uid = st.st_uid if uid is None else uid
+        tmp_gid = st.st_gid if gid is None else gid
+        tmp_mode = stat.S_IMODE(st.st_mode) if wanted_mode is None else wanted_mode
+    else:
+        tmp_uid, tmp_gid = uid, gid
+        tmp_mode = _umask_default_mode() if wanted_mode is None else wanted_mode
+    tmp_path = _write_temp(directory, os.path.basename(target), new_data, tmp_uid, tmp_gid, tmp_mode, path)
+    try:
+        # keep_dest_attrs=False: the temporary file already carries the final owner/group/mode,
+        # and copying the old file's would overwrite a requested change. (On SELinux hosts the
+        # file then gets the policy default context of its path.)
+        module.atomic_move(tmp_path, target, keep_dest_attrs=False)
+    except Exception as exc:  # atomic_move raises bare Exceptions (and OSError) in ansible-core >= 2.19
+        _discard(tmp_path)
+        raise FileOpError("cannot replace %s: %s" % (path, exc)) from exc
+    if not existed:
+        # atomic_move resets the mode and owner of a file it creates (umask default, current user).
+        _apply_attributes(target, tmp_uid, tmp_gid, tmp_mode, shown_path=path)
+    return result
+
+
+def remove_file(module, path, backup=False):
+    """Make sure ``path`` does not exist. Returns the same dict shape as :func:`replace_file`."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise FileOpError("%s is a directory; refusing to remove it" % (path,))
+    existed = os.path.lexists(path)
+    old_data = None
+    if existed and not os.path.islink(path):
+        old_data = read_bytes(path)
+    diff = {
+        "before_header": path if existed else "%s (absent)" % path,
+        "after_header": "%s (absent)" % path,
+        "before": _diff_text(old_data),
+        "after": "",
+    }
+    result = {"changed": existed, "backup_file": None, "diff": diff}
+    if module.check_mode or not existed:
+        return result
+    if backup and old_data is not None:
+        try:
+            result["backup_file"] = module.backup_local(path) or None
+        except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
+            raise FileOpError("cannot back up %s before removing it: %s" % (path, exc)) from exc
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise FileOpError("cannot remove %s: %s" % (path, _os_reason(exc))) from exc
+    return result
+
+
+def lstat_or_none(path):
+    """os.lstat that returns None for a missing path and names the path on other errors."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            return None
+        raise FileOpError("cannot inspect %s: %s" % (path, _os_reason(exc))) from exc

@@ -1,0 +1,288 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+import pytest
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.rackscale.imex.plugins.module_utils import _files
+from ansible_collections.rackscale.imex.plugins.module_utils._files import (
+    FileOpError,
+    ensure_directory,
+    parse_mode,
+    read_text,
+    remove_file,
+    replace_file,
+    resolve_gid,
+    resolve_uid,
+)
+
+
+@pytest.fixture
+def make_module():
+    def _make(check_mode=False):
+        with patch_module_args({"_ansible_check_mode": check_mode}):
+            return AnsibleModule(argument_spec={}, supports_check_mode=True)
+    return _make
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def _write(path, data, mode=0o644):
+    with open(path, "wb") as handle:
+        handle.write(data)
+    os.chmod(path, mode)
+
+
+# --- attribute helpers -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("given, expected", [("0644", 0o644), ("644", 0o644), ("0600", 0o600),
+                                             ("1777", 0o1777), (0o640, 0o640), (None, None)])
+def test_parse_mode_accepts_octal(given, expected):
+    assert parse_mode(given) == expected
+
+
+@pytest.mark.parametrize("given", ["u=rw,g=r", "0999", "rw-r--r--", "", True, 0o17777, -1, "012345"])
+def test_parse_mode_rejects_non_octal(given):
+    with pytest.raises(FileOpError) as err:
+        parse_mode(given)
+    assert repr(given) in str(err.value)
+
+
+def test_resolve_owner_and_group_names_and_ids():
+    assert resolve_uid("root") == 0
+    assert resolve_uid("0") == 0
+    assert resolve_uid(None) is None
+    assert resolve_gid("root") == 0
+    assert resolve_gid("1234") == 1234
+
+
+def test_resolve_unknown_owner_and_group_are_named():
+    with pytest.raises(FileOpError, match="owner 'no-such-user-imex' does not exist"):
+        resolve_uid("no-such-user-imex")
+    with pytest.raises(FileOpError, match="group 'no-such-group-imex' does not exist"):
+        resolve_gid("no-such-group-imex")
+
+
+# --- replace_file ------------------------------------------------------------------------------
+
+def test_replace_creates_file_with_attributes_and_diff(make_module, tmp_path):
+    target = tmp_path / "nodes_config.cfg"
+    result = replace_file(make_module(), str(target), "10.0.0.1\n", owner="root", group="root", mode="0640")
+    assert result["changed"] is True
+    assert result["backup_file"] is None
+    assert target.read_bytes() == b"10.0.0.1\n"
+    assert _mode(target) == 0o640
+    assert os.stat(target).st_uid == 0
+    assert result["diff"] == {
+        "before_header": "%s (absent)" % target,
+        "after_header": str(target),
+        "before": "",
+        "after": "10.0.0.1\n",
+    }
+
+
+def test_replace_new_file_without_mode_uses_umask_default(make_module, tmp_path):
+    target = tmp_path / "f"
+    old = os.umask(0o027)
+    try:
+        replace_file(make_module(), str(target), "x\n")
+    finally:
+        os.umask(old)
+    assert _mode(target) == 0o640
+
+
+def test_replace_same_content_is_unchanged_and_untouched(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"a\n")
+    inode = os.stat(target).st_ino
+    result = replace_file(make_module(), str(target), "a\n", mode="0644")
+    assert result["changed"] is False
+    assert os.stat(target).st_ino == inode
+    assert "prepared" not in result["diff"]
+
+
+def test_replace_changes_content_atomically_and_keeps_old_mode(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"old\n", mode=0o600)
+    inode = os.stat(target).st_ino
+    result = replace_file(make_module(), str(target), "new\n")
+    assert result["changed"] is True
+    assert target.read_bytes() == b"new\n"
+    assert _mode(target) == 0o600
+    # a new inode proves the content arrived by rename, not by rewriting the old file in place
+    assert os.stat(target).st_ino != inode
+    assert result["diff"]["before"] == "old\n" and result["diff"]["after"] == "new\n"
+    assert [name for name in os.listdir(tmp_path)] == ["f"]
+
+
+def test_replace_check_mode_predicts_and_changes_nothing(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"old\n", mode=0o600)
+    module = make_module(check_mode=True)
+    result = replace_file(module, str(target), "new\n", mode="0644", backup=True)
+    assert result["changed"] is True
+    assert result["backup_file"] is None
+    assert target.read_bytes() == b"old\n"
+    assert _mode(target) == 0o600
+    assert result["diff"]["after"] == "new\n"
+    assert "mode 0600 -> 0644" in result["diff"]["prepared"]
+    missing = tmp_path / "missing"
+    assert replace_file(module, str(missing), "x\n")["changed"] is True
+    assert not missing.exists()
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_replace_attribute_only_change(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"same\n", mode=0o600)
+    result = replace_file(make_module(), str(target), "same\n", mode="0644")
+    assert result["changed"] is True
+    assert _mode(target) == 0o644
+    assert result["diff"]["prepared"] == "%s: mode 0600 -> 0644\n" % target
+    assert replace_file(make_module(), str(target), "same\n", mode="0644")["changed"] is False
+
+
+def test_replace_owner_change_is_reported(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"same\n")
+    os.chown(target, 1234, 1234)
+    result = replace_file(make_module(), str(target), "same\n", owner="root", group="root")
+    assert result["changed"] is True
+    assert os.stat(target).st_uid == 0 and os.stat(target).st_gid == 0
+    assert "owner 1234 -> root (0)" in result["diff"]["prepared"]
+    assert "group 1234 -> root (0)" in result["diff"]["prepared"]
+
+
+def test_replace_with_backup_keeps_old_content(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"old\n")
+    result = replace_file(make_module(), str(target), "new\n", backup=True)
+    assert result["backup_file"] and os.path.dirname(result["backup_file"]) == str(tmp_path)
+    with open(result["backup_file"], "rb") as handle:
+        assert handle.read() == b"old\n"
+    # nothing to back up when the content does not change
+    assert replace_file(make_module(), str(target), "new\n", backup=True)["backup_file"] is None
+
+
+def test_backup_of_missing_file_is_none(make_module, tmp_path):
+    result = replace_file(make_module(), str(tmp_path / "f"), "new\n", backup=True)
+    assert result["changed"] is True and result["backup_file"] is None
+
+
+def test_failed_write_leaves_old_file_and_no_temporary(make_module, tmp_path, monkeypatch):
+    target = tmp_path / "f"
+    _write(target, b"old\n")
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_files.os, "fsync", no_space)
+    with pytest.raises(FileOpError) as err:
+        replace_file(make_module(), str(target), "new\n")
+    assert str(target) in str(err.value)
+    assert "No space left on device" in str(err.value)
+    assert target.read_bytes() == b"old\n"
+    assert os.listdir(tmp_path) == ["f"]
+
+
+def test_failed_move_leaves_old_file_and_no_temporary(make_module, tmp_path, monkeypatch):
+    target = tmp_path / "f"
+    _write(target, b"old\n")
+    module = make_module()
+
+    def broken_move(src, dest, unsafe_writes=False, keep_dest_attrs=True):
+        raise Exception("Could not replace %r with %r." % (dest, src))
+
+    monkeypatch.setattr(module, "atomic_move", broken_move)
+    with pytest.raises(FileOpError, match="cannot replace %s" % target):
+        replace_file(module, str(target), "new\n")
+    assert target.read_bytes() == b"old\n"
+    assert os.listdir(tmp_path) == ["f"]
+
+
+def test_replace_in_missing_directory_names_it(make_module, tmp_path):
+    with pytest.raises(FileOpError, match="directory %s does not exist" % (tmp_path / "nope")):
+        replace_file(make_module(), str(tmp_path / "nope" / "f"), "x\n")
+
+
+def test_replace_refuses_directory_target(make_module, tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FileOpError, match="is not a regular file"):
+        replace_file(make_module(), str(tmp_path / "d"), "x\n")
+
+
+def test_replace_follows_symlink_and_keeps_it(make_module, tmp_path):
+    real = tmp_path / "shared.cfg"
+    _write(real, b"old\n")
+    link = tmp_path / "config.cfg"
+    link.symlink_to(real)
+    result = replace_file(make_module(), str(link), "new\n")
+    assert result["changed"] is True
+    assert link.is_symlink()
+    assert real.read_bytes() == b"new\n"
+
+
+def test_read_text_round_trips_undecodable_bytes(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"# caf\xe9\nKEY=1\n")
+    text = read_text(str(target))
+    assert replace_file(make_module(), str(target), text)["changed"] is False
+    replace_file(make_module(), str(target), text.replace("KEY=1", "KEY=2"))
+    assert target.read_bytes() == b"# caf\xe9\nKEY=2\n"
+    assert read_text(str(tmp_path / "missing")) is None
+
+
+# --- remove_file -------------------------------------------------------------------------------
+
+def test_remove_file(make_module, tmp_path):
+    target = tmp_path / "f"
+    _write(target, b"options nvidia X=1\n")
+    check = remove_file(make_module(check_mode=True), str(target))
+    assert check["changed"] is True and target.exists()
+    result = remove_file(make_module(), str(target), backup=True)
+    assert result["changed"] is True
+    assert not target.exists()
+    assert result["diff"] == {"before_header": str(target), "after_header": "%s (absent)" % target,
+                              "before": "options nvidia X=1\n", "after": ""}
+    with open(result["backup_file"], "rb") as handle:
+        assert handle.read() == b"options nvidia X=1\n"
+    assert remove_file(make_module(), str(target))["changed"] is False
+
+
+def test_remove_refuses_directory(make_module, tmp_path):
+    with pytest.raises(FileOpError, match="is a directory"):
+        remove_file(make_module(), str(tmp_path))
+
+
+# --- ensure_directory --------------------------------------------------------------------------
+
+def test_ensure_directory_creates_parents_with_mode_despite_umask(make_module, tmp_path):
+    wanted = tmp_path / "etc" / "nvidia-imex"
+    assert ensure_directory(make_module(check_mode=True), str(wanted)) is True
+    assert not (tmp_path / "etc").exists()
+    old = os.umask(0o077)
+    try:
+        assert ensure_directory(make_module(), str(wanted), 0o755, 0, 0) is True
+    finally:
+        os.umask(old)
+    assert _mode(wanted) == 0o755 and _mode(tmp_path / "etc") == 0o755
+    assert ensure_directory(make_module(), str(wanted)) is False
+
+
+def test_ensure_directory_existing_is_left_alone(make_module, tmp_path):
+    os.chmod(tmp_path, 0o700)
+    assert ensure_directory(make_module(), str(tmp_path)) is False
+    assert _mode(tmp_path) == 0o700
+
+
+def test_ensure_directory_file_in_the_way(make_module, tmp_path):
+    _write(tmp_path / "etc", b"")
+    with pytest.raises(FileOpError, match="%s exists but is not a directory" % (tmp_path / "etc")):
+        ensure_directory(make_module(), str(tmp_path / "etc" / "nvidia-imex"))

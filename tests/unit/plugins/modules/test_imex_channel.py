@@ -1,0 +1,345 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+from ansible.module_utils import _internal as ansible_internal
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import DROPIN_CONTENT
+from ansible_collections.rackscale.imex.plugins.modules import imex_channel
+
+SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "files")
+
+
+@pytest.fixture
+def run(capsys, monkeypatch):
+    # Other tests in the same process may import controller code, which flips this flag and makes
+    # module.warn() print on the controller instead of returning warnings in the result.
+    monkeypatch.setattr(ansible_internal, "is_controller", False)
+
+    def _run(args, check=False, diff=True):
+        module_args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+        with patch_module_args(module_args):
+            with pytest.raises(SystemExit) as exit_info:
+                imex_channel.main()
+        result = json.loads(capsys.readouterr().out)
+        result["_exit_code"] = exit_info.value.code
+        return result
+    return _run
+
+
+@pytest.fixture
+def host(tmp_path):
+    """A fake host: /proc files from samples, an empty modprobe.d, no device directory yet."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    shutil.copy(os.path.join(SAMPLES, "proc_devices_gb200.txt"), str(proc / "devices"))
+    shutil.copy(os.path.join(SAMPLES, "nvidia_params.txt"), str(proc / "params"))
+    (tmp_path / "modprobe.d").mkdir()
+    return tmp_path
+
+
+def args_for(host, **extra):
+    args = dict(
+        proc_devices=str(host / "proc" / "devices"),
+        params_path=str(host / "proc" / "params"),
+        device_dir=str(host / "dev" / "nvidia-caps-imex-channels"),
+        modprobe_dir=str(host / "modprobe.d"),
+        modprobe_path=str(host / "modprobe.d" / "nvidia-imex.conf"),
+    )
+    args.update(extra)
+    return args
+
+
+def node(host, channel=0):
+    path = str(host / "dev" / "nvidia-caps-imex-channels" / ("channel%d" % channel))
+    if not os.path.lexists(path):
+        return None
+    st = os.lstat(path)
+    if not stat.S_ISCHR(st.st_mode):
+        return ("not-char",)
+    return (os.major(st.st_rdev), os.minor(st.st_rdev), st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode))
+
+
+def dropin(host):
+    path = host / "modprobe.d" / "nvidia-imex.conf"
+    return path.read_text() if path.exists() else None
+
+
+def snapshot(root):
+    """Every path under root with its type, numbers, attributes and content."""
+    found = {}
+    for base, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            path = os.path.join(base, name)
+            st = os.lstat(path)
+            content = None
+            if stat.S_ISREG(st.st_mode):
+                with open(path, "rb") as handle:
+                    content = handle.read()
+            found[path] = (st.st_mode, st.st_rdev, st.st_uid, st.st_gid, st.st_ino, content)
+    return found
+
+
+CHAR0 = "type: character device\nmajor: 234\nminor: 0\nowner: root (0)\ngroup: root (0)\nmode: 0666\n"
+
+
+# --- channel 0, persistent (the defaults) ------------------------------------------------------
+
+def test_channel0_created_now_and_for_boot(run, host):
+    result = run(args_for(host))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True
+    assert result["device"] == str(host / "dev" / "nvidia-caps-imex-channels" / "channel0")
+    assert (result["major"], result["minor"]) == (234, 0)
+    assert result["initramfs_rebuild_needed"] is True
+    assert result["reboot_needed"] is False  # the channel exists now; the drop-in covers the next boot
+    assert node(host) == (234, 0, 0, 0, 0o666)
+    assert stat.S_IMODE(os.stat(str(host / "dev" / "nvidia-caps-imex-channels")).st_mode) == 0o755
+    assert dropin(host) == DROPIN_CONTENT
+    assert "options nvidia NVreg_CreateImexChannel0=1\n" in DROPIN_CONTENT
+    dropin_diff, device_diff = result["diff"]
+    assert dropin_diff["before"] == "" and dropin_diff["after"] == DROPIN_CONTENT
+    assert dropin_diff["before_header"].endswith("nvidia-imex.conf (absent)")
+    assert device_diff == {"before_header": result["device"] + " (device node)",
+                           "after_header": result["device"] + " (device node)",
+                           "before": "absent\n", "after": CHAR0}
+
+
+def test_second_run_is_unchanged(run, host):
+    run(args_for(host))
+    before = snapshot(host)
+    result = run(args_for(host))
+    assert result["changed"] is False
+    assert result["initramfs_rebuild_needed"] is False
+    assert result["reboot_needed"] is False
+    assert result["diff"][1]["before"] == result["diff"][1]["after"] == CHAR0
+    assert snapshot(host) == before
+
+
+def test_check_mode_predicts_and_changes_nothing(run, host):
+    before = snapshot(host)
+    predicted = run(args_for(host), check=True)
+    assert snapshot(host) == before
+    real = run(args_for(host))
+    for key in ("changed", "major", "minor", "device", "initramfs_rebuild_needed", "reboot_needed", "diff"):
+        assert predicted[key] == real[key], key
+    assert run(args_for(host), check=True)["changed"] is False
+
+
+def test_no_diff_without_diff_mode(run, host):
+    assert "diff" not in run(args_for(host), diff=False)
+
+
+def test_image_build_without_driver(run, host):
+    result = run(args_for(host, immediate=False, proc_devices=str(host / "missing"),
+                          params_path=str(host / "missing")))
+    assert result["changed"] is True
+    assert result["major"] is None
+    assert result["initramfs_rebuild_needed"] is True
+    assert result["reboot_needed"] is True  # only the next boot creates channel0
+    assert dropin(host) == DROPIN_CONTENT
+    assert node(host) is None
+    assert len(result["diff"]) == 1
+    again = run(args_for(host, immediate=False, proc_devices=str(host / "missing")))
+    assert again["changed"] is False and again["reboot_needed"] is False
+
+
+def test_existing_driver_channel0_is_accepted_as_is(run, host):
+    devdir = host / "dev" / "nvidia-caps-imex-channels"
+    devdir.mkdir(parents=True)
+    os.mknod(str(devdir / "channel0"), stat.S_IFCHR | 0o600, os.makedev(234, 0))
+    os.chmod(str(devdir / "channel0"), 0o666)
+    result = run(args_for(host, persistent=False))
+    assert result["changed"] is False
+    assert dropin(host) is None
+    assert len(result["diff"]) == 1
+
+
+def test_wrong_node_is_replaced(run, host):
+    devdir = host / "dev" / "nvidia-caps-imex-channels"
+    devdir.mkdir(parents=True)
+    os.mknod(str(devdir / "channel0"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
+    result = run(args_for(host, persistent=False))
+    assert result["changed"] is True
+    assert "major: 195" in result["diff"][0]["before"]
+    assert node(host) == (234, 0, 0, 0, 0o666)
+
+
+def test_regular_file_in_place_of_node_is_replaced(run, host):
+    devdir = host / "dev" / "nvidia-caps-imex-channels"
+    devdir.mkdir(parents=True)
+    (devdir / "channel0").write_text("")
+    result = run(args_for(host, persistent=False))
+    assert result["diff"][0]["before"] == "type: file (not a character device)\n"
+    assert node(host) == (234, 0, 0, 0, 0o666)
+
+
+def test_wrong_mode_and_owner_fixed_check_mode_first(run, host):
+    run(args_for(host))
+    path = str(host / "dev" / "nvidia-caps-imex-channels" / "channel0")
+    os.chown(path, 1234, 1234)
+    os.chmod(path, 0o600)
+    predicted = run(args_for(host), check=True)
+    assert predicted["changed"] is True and predicted["initramfs_rebuild_needed"] is False
+    assert node(host) == (234, 0, 1234, 1234, 0o600)
+    result = run(args_for(host))
+    assert result["diff"] == predicted["diff"]
+    assert "mode: 0600" in result["diff"][1]["before"] and "mode: 0666" in result["diff"][1]["after"]
+    assert node(host) == (234, 0, 0, 0, 0o666)
+
+
+def test_other_file_with_the_same_value_is_not_a_conflict(run, host):
+    shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-hpc-image.conf"), str(host / "modprobe.d"))
+    result = run(args_for(host))
+    assert result["_exit_code"] == 0 and dropin(host) == DROPIN_CONTENT
+
+
+def test_persistent_false_leaves_existing_dropin_alone(run, host):
+    (host / "modprobe.d" / "nvidia-imex.conf").write_text("options nvidia NVreg_CreateImexChannel0=0\n")
+    result = run(args_for(host, persistent=False))
+    assert result["initramfs_rebuild_needed"] is False
+    assert dropin(host) == "options nvidia NVreg_CreateImexChannel0=0\n"
+
+
+# --- other channels ----------------------------------------------------------------------------
+
+def test_tenant_channel_defaults_to_0600_and_no_dropin(run, host):
+    result = run(args_for(host, channel=5, group="1234"))
+    assert result["changed"] is True
+    assert (result["major"], result["minor"]) == (234, 5)
+    assert node(host, 5) == (234, 5, 0, 1234, 0o600)
+    assert dropin(host) is None
+    assert result["initramfs_rebuild_needed"] is False and result["reboot_needed"] is False
+    assert len(result["diff"]) == 1
+    assert run(args_for(host, channel=5, group="1234"))["changed"] is False
+
+
+def test_channel_limit_comes_from_params(run, host):
+    shutil.copy(os.path.join(SAMPLES, "nvidia_params_count16.txt"), str(host / "proc" / "params"))
+    assert run(args_for(host, channel=15))["changed"] is True
+    result = run(args_for(host, channel=16))
+    assert result["failed"] is True
+    assert result["msg"] == ("channel 16 is outside 0..15: %s sets ImexChannelCount=16" % (host / "proc" / "params"))
+    assert node(host, 16) is None
+
+
+def test_channel_limit_defaults_to_2048_without_params(run, host):
+    os.unlink(str(host / "proc" / "params"))
+    assert run(args_for(host, channel=2047))["changed"] is True
+    result = run(args_for(host, channel=2048))
+    assert "channel 2048 is outside 0..2047" in result["msg"]
+
+
+# --- rejections --------------------------------------------------------------------------------
+
+def test_persistent_other_channel_is_refused(run, host):
+    before = snapshot(host)
+    result = run(args_for(host, channel=3, persistent=True))
+    assert result["failed"] is True
+    assert "persistent=true needs channel 0" in result["msg"]
+    assert "channel 3" in result["msg"]
+    assert snapshot(host) == before
+
+
+def test_negative_channel_is_refused(run, host):
+    result = run(args_for(host, channel=-1))
+    assert result["msg"] == "channel -1 is outside 0..1048575 (IMEX channel numbers are 20-bit minors)"
+
+
+@pytest.mark.parametrize("sample_name", ["proc_devices_no_imex.txt", "proc_devices_traps.txt", None])
+def test_missing_major_explains_why(run, host, sample_name):
+    devices = host / "proc" / "devices"
+    if sample_name:
+        shutil.copy(os.path.join(SAMPLES, sample_name), str(devices))
+    else:
+        os.unlink(str(devices))
+    before = snapshot(host)
+    result = run(args_for(host))
+    assert result["failed"] is True
+    assert result["msg"].startswith("%s has no 'nvidia-caps-imex-channels' entry" % devices)
+    assert "driver is not loaded" in result["msg"] and "NVreg_ImexChannelCount=0" in result["msg"]
+    assert "immediate=false" in result["msg"]
+    assert snapshot(host) == before  # nothing written before validation finished
+
+
+def test_conflicting_modprobe_file_is_named_with_line(run, host):
+    shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-disable-channel0.conf"), str(host / "modprobe.d"))
+    before = snapshot(host)
+    result = run(args_for(host))
+    assert result["failed"] is True
+    assert "%s line 2 sets NVreg_CreateImexChannel0=0" % (host / "modprobe.d" / "nvidia-disable-channel0.conf") in result["msg"]
+    assert "wanted NVreg_CreateImexChannel0=1" in result["msg"]
+    assert snapshot(host) == before
+
+
+def test_dropin_with_other_options_is_never_overwritten(run, host):
+    shared = host / "modprobe.d" / "nvidia.conf"
+    shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-hpc-image.conf"), str(shared))
+    result = run(args_for(host, modprobe_path=str(shared)))
+    assert result["failed"] is True
+    assert result["msg"].startswith("%s holds other settings (line 2: " % shared)
+    with open(os.path.join(SAMPLES, "modprobe.d", "nvidia-hpc-image.conf")) as handle:
+        assert shared.read_text() == handle.read()
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("owner", "no-such-user-imex", "owner 'no-such-user-imex' does not exist"),
+    ("group", "no-such-group-imex", "group 'no-such-group-imex' does not exist"),
+    ("mode", "u=rw", "mode 'u=rw' is not an octal file mode"),
+    ("owner", "", "owner, group and mode of"),
+])
+def test_bad_attributes_are_named(run, host, option, value, message):
+    result = run(args_for(host, **{option: value}))
+    assert result["failed"] is True and message in result["msg"]
+    assert node(host) is None and dropin(host) is None
+
+
+def test_device_dir_that_is_a_file(run, host):
+    (host / "dev").mkdir()
+    (host / "dev" / "nvidia-caps-imex-channels").write_text("")
+    result = run(args_for(host))
+    assert result["msg"] == "%s exists but is not a directory" % (host / "dev" / "nvidia-caps-imex-channels")
+
+
+# --- state absent ------------------------------------------------------------------------------
+
+def test_absent_removes_node_and_dropin(run, host):
+    run(args_for(host))
+    predicted = run(args_for(host, state="absent"), check=True)
+    assert node(host) is not None and dropin(host) is not None
+    result = run(args_for(host, state="absent"))
+    assert result["changed"] is True
+    assert result["initramfs_rebuild_needed"] is True
+    assert result["reboot_needed"] is False
+    assert result["major"] is None
+    assert node(host) is None and dropin(host) is None
+    assert result["diff"] == predicted["diff"]
+    assert result["diff"][1]["after"] == "absent\n"
+    assert run(args_for(host, state="absent"))["changed"] is False
+
+
+def test_absent_without_immediate_needs_a_reboot(run, host):
+    run(args_for(host))
+    result = run(args_for(host, state="absent", immediate=False))
+    assert result["initramfs_rebuild_needed"] is True
+    assert result["reboot_needed"] is True  # channel0 still exists until the next boot
+    assert node(host) is not None and dropin(host) is None
+
+
+def test_absent_refuses_when_another_file_still_creates_channel0(run, host):
+    shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-hpc-image.conf"), str(host / "modprobe.d"))
+    result = run(args_for(host, state="absent"))
+    assert result["failed"] is True
+    assert "nvidia-hpc-image.conf line 2 sets NVreg_CreateImexChannel0=1" in result["msg"]
+
+
+def test_absent_tenant_channel_needs_no_proc_files(run, host):
+    run(args_for(host, channel=7))
+    result = run(args_for(host, channel=7, state="absent", proc_devices=str(host / "missing")))
+    assert result["changed"] is True and node(host, 7) is None
