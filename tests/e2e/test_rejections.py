@@ -17,8 +17,8 @@ TRAY_MODULES = {"rackscale.imex.imex_fabric_info", "rackscale.imex.imex_channel"
 def rack(name, count, first=11, third_octet=200, **host_vars):
     hosts = {}
     for i in range(count):
-        hosts["%s-tray%02d" % (name, i + 1)] = dict({"ansible_host": "198.18.%d.%d" % (third_octet, first + i)},
-                                                   **host_vars)
+        address = "198.18.%d.%d" % (third_octet, first + i)
+        hosts["%s-tray%02d" % (name, i + 1)] = dict({"ansible_host": address}, **host_vars)
     return {"hosts": hosts}
 
 

@@ -79,7 +79,7 @@ def test_example_inventory_model():
     assert (part2["declared_size"], part2["order"]) == (9, "explicit")
     assert part2["nodes"][0] == {"host": "rack08-tray10", "address": "198.19.8.20", "index": 0}
     assert model["host_domain"]["rack08-tray10"] == "rack08_p2"
-    assert all(type(address) is str for domain in model["domains"].values() for address in domain["addresses"])
+    assert all(address.__class__ is str for domain in model["domains"].values() for address in domain["addresses"])
 
 
 def test_limit_to_one_tray_gives_the_same_model():

@@ -120,10 +120,10 @@ def test_unhealthy_summary_is_a_warning_not_a_problem():
 
 def test_one_gpu_behind_names_its_bus_id():
     text = sample('smi_q_580.173.02_gb200_completed.txt')
-    head, _, tail = text.partition('GPU 00000019:01:00.0')
+    head, separator, tail = text.partition('GPU 00000019:01:00.0')
     tail = tail.replace('State                                          : Completed',
                         'State                                          : Not Started', 1)
-    result = _fabric.summarise_tray(_fabric.parse_smi_query(head + 'GPU 00000019:01:00.0' + tail))
+    result = _fabric.summarise_tray(_fabric.parse_smi_query(head + separator + tail))
     assert result['fabric_ok'] is False
     assert result['problems'] == [
         'GPU 3 (00000019:01:00.0): fabric state is Not Started, not Completed (the GPU has not finished '

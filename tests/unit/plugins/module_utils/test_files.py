@@ -119,7 +119,7 @@ def test_replace_changes_content_atomically_and_keeps_old_mode(make_module, tmp_
     # a new inode proves the content arrived by rename, not by rewriting the old file in place
     assert os.stat(target).st_ino != inode
     assert result["diff"]["before"] == "old\n" and result["diff"]["after"] == "new\n"
-    assert [name for name in os.listdir(tmp_path)] == ["f"]
+    assert os.listdir(tmp_path) == ["f"]
 
 
 def test_replace_check_mode_predicts_and_changes_nothing(make_module, tmp_path):

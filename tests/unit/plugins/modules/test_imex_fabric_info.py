@@ -82,7 +82,7 @@ def test_check_mode_is_the_same():
 
 
 def test_strict_fails_and_names_the_gpus():
-    ok, result, _ = run({}, (0, sample('smi_q_580.95.09_insufficient_resources.txt'), ''))
+    ok, result, _calls = run({}, (0, sample('smi_q_580.95.09_insufficient_resources.txt'), ''))
     assert not ok
     assert result['msg'].startswith('GPU fabric not ready for IMEX: GPUs 0-3: fabric status is Insufficient '
                                     'Resources, not Success')
@@ -92,7 +92,7 @@ def test_strict_fails_and_names_the_gpus():
 
 
 def test_not_strict_reports_without_failing():
-    ok, result, _ = run({'strict': False}, (0, sample('smi_q_580.95.09_clique_disagree.txt'), ''))
+    ok, result, _calls = run({'strict': False}, (0, sample('smi_q_580.95.09_clique_disagree.txt'), ''))
     assert ok
     assert result['fabric_ok'] is False
     assert result['clique_id'] is None
@@ -101,7 +101,7 @@ def test_not_strict_reports_without_failing():
 
 def test_health_summary_becomes_a_warning():
     warnings = []
-    ok, result, _ = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''), warnings=warnings)
+    ok, result, _calls = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''), warnings=warnings)
     assert ok and result['fabric_ok'] is True
     assert len(warnings) == 1 and warnings[0].startswith('GPUs 0-3: fabric health is Unhealthy')
 
@@ -121,20 +121,20 @@ def test_nvidia_smi_missing():
 
 def test_nvidia_smi_fails():
     message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
-    ok, result, _ = run({}, (9, message, ''))
+    ok, result, _calls = run({}, (9, message, ''))
     assert not ok
     assert result['msg'] == "%s -q failed with rc 9: %s" % (SMI, message.strip())
     assert result['rc'] == 9
 
 
 def test_nvidia_smi_hangs():
-    ok, result, _ = run({}, (124, '', ''))
+    ok, result, _calls = run({}, (124, '', ''))
     assert not ok and result['msg'] == '%s -q did not finish within 120 s and was stopped' % SMI
 
 
 def test_unreadable_output_carries_raw():
     text = 'something unexpected\n'
-    ok, result, _ = run({}, (0, text, ''))
+    ok, result, _calls = run({}, (0, text, ''))
     assert not ok
     assert result['raw'] == text
     assert 'no "GPU <bus id>" sections' in result['msg']
