@@ -1,0 +1,81 @@
+"""Mutual TLS between simulated daemons (IMEX_ENABLE_AUTH_ENCRYPTION=1, SSL_TLS, FILE)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from conftest import cells, run_tool
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI needed to make test certificates")
+
+
+def openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+def make_ca(directory, name: str):
+    key, cert = directory / f"{name}.key", directory / f"{name}.crt"
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={name}", "-days", "2")
+    return key, cert
+
+
+def make_node_cert(directory, ca, address: str):
+    """Certificate for ADDRESS (IP subjectAltName) signed by CA; used as server and client cert."""
+    key, cert = directory / f"{address}.key", directory / f"{address}.crt"
+    openssl("req", "-x509", "-CA", str(ca[1]), "-CAkey", str(ca[0]), "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", str(key), "-out", str(cert), "-subj", f"/CN={address}", "-addext", f"subjectAltName=IP:{address}",
+            "-days", "2")
+    return key, cert
+
+
+def auth_settings(key, cert, trusted_ca) -> dict:
+    return {
+        "IMEX_ENABLE_AUTH_ENCRYPTION": "1",
+        "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS",
+        "IMEX_AUTH_SOURCE": "FILE",
+        "IMEX_SERVER_KEY": str(key),
+        "IMEX_SERVER_CERT": str(cert),
+        "IMEX_SERVER_CERT_AUTH": str(trusted_ca),
+        "IMEX_CLIENT_KEY": str(key),
+        "IMEX_CLIENT_CERT": str(cert),
+        "IMEX_CLIENT_CERT_AUTH": str(trusted_ca),
+    }
+
+
+def test_peer_with_an_untrusted_certificate_never_connects(make_cluster, tmp_path):
+    cluster = make_cluster(3)
+    trusted, rogue = make_ca(tmp_path, "rack-ca"), make_ca(tmp_path, "rogue-ca")
+    for index, address in enumerate(cluster.addresses):
+        key, cert = make_node_cert(tmp_path, rogue if index == 2 else trusted, address)
+        cluster.configure(index, settings=auth_settings(key, cert, trusted[1]))
+    cluster.start_all()
+    view = cluster.wait_for(0, lambda v: all(cells(v)[(a, b)] == "CONNECTED" for a in (0, 1) for b in (0, 1)), "TLS links between 0 and 1")
+    links = cells(view)
+    for other in (0, 1):
+        assert links[(other, 2)] == "NEVER_CONNECTED"
+        assert links[(2, other)] == "NEVER_CONNECTED"
+    assert view["status"] == "DEGRADED"
+    assert "certificate verify failed" in cluster.log_path(0).read_text()
+    assert "Authentication and Encryption enabled = 1" in cluster.log_path(0).read_text()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"IMEX_AUTH_SOURCE": ""}, "Invalid IMEX_AUTH_SOURCE ''"),
+        ({"IMEX_AUTH_ENCRYPTION_MODE": ""}, "Invalid IMEX_AUTH_ENCRYPTION_MODE ''"),
+        ({"IMEX_AUTH_ENCRYPTION_MODE": "GSS_AUTH_ONLY"}, "(GSSAPI) is not simulated"),
+        ({"IMEX_SERVER_CERT": "/nonexistent/server.crt"}, "Failed to load SSL/TLS credentials"),
+    ],
+)
+def test_invalid_auth_configuration_prevents_initialization(make_cluster, tmp_path, change, message):
+    cluster = make_cluster(1)
+    ca = make_ca(tmp_path, "rack-ca")
+    key, cert = make_node_cert(tmp_path, ca, cluster.addresses[0])
+    cluster.configure(0, settings={**auth_settings(key, cert, ca[1]), **change})
+    result = run_tool("daemon", ["-c", str(cluster.config_path(0))], testbed=cluster.testbed(0))
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "cannot initialize" in cluster.log_path(0).read_text()
