@@ -1,0 +1,158 @@
+"""site.yml and validate.yml on a simulated bed of two racks, through ansible-runner (as AWX runs them).
+
+One bed for the module, tests in order: check mode on fresh trays predicts the first run and
+changes nothing; the first run converges to healthy domains with reports and job artifacts; the
+second run and check mode change nothing; each rack's trays list only their own rack; a tray swap
+restarts only its rack; a reboot keeps channel0 and the domain.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from conftest import requires_rack, run_playbook
+
+pytestmark = requires_rack
+RACK_SHAPE = (2, 4)
+IMEX_FILES = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_config.cfg /etc/modprobe.d/nvidia-imex.conf 2>&1; ls -l /dev/nvidia-caps-imex-channels 2>&1"
+
+
+def tray_files(rack, trays):
+    return {tray: rack.ssh(tray, "sh", "-c", IMEX_FILES).stdout for tray in trays}
+
+
+def daemon_start_times(rack, trays):
+    return {tray: rack.ssh(tray, "systemctl", "show", "-p", "ExecMainStartTimestampMonotonic", "nvidia-imex").stdout.strip()
+            for tray in trays}
+
+
+def all_trays(rack):
+    return rack.trays_of(1) + rack.trays_of(2)
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("reports"))
+
+
+@pytest.fixture(scope="module")
+def first_runs(simulated_rack, reports):
+    """The check-mode run on fresh trays (with what it left on the trays), then the real first run."""
+    before = tray_files(simulated_rack, all_trays(simulated_rack))
+    check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                         check=True, diff=True)
+    after_check = tray_files(simulated_rack, all_trays(simulated_rack))
+    real = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
+    return before, check, after_check, real
+
+
+def test_check_mode_on_fresh_trays_changes_nothing_and_predicts_the_first_run(first_runs, simulated_rack):
+    before, check, after_check, real = first_runs
+    assert check.rc == 0, check.stdout[-4000:]
+    assert after_check == before, "check mode changed a tray"
+    assert real.rc == 0, real.stdout[-6000:]
+    assert check.changed_hosts() == real.changed_hosts() == sorted(all_trays(simulated_rack))
+    predicted = {(host, task) for host, task in check.changed_tasks()}
+    done = {(host, task) for host, task in real.changed_tasks()}
+    file_tasks = {"Write the domain's node list", "Set the daemon config keys",
+                  "Ensure channel0 matches the mode (persistent option and device node)"}
+    assert {p for p in predicted if p[1] in file_tasks} == {d for d in done if d[1] in file_tasks}
+
+
+def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_runs, reports, simulated_rack):
+    real = first_runs[3]
+    for domain in ("rack1", "rack2"):
+        with open(os.path.join(reports, domain + ".json")) as handle:
+            report = json.load(handle)
+        assert report["verdict"] == "healthy" and report["ok"] is True
+        assert report["status"]["domain_state"] == "UP"
+        expected = [tray_address(simulated_rack, t) for t in simulated_rack.trays_of(int(domain[-1]))]
+        assert report["expected_nodes"] == expected
+        assert [node["status"] for node in report["status"]["nodes"]] == ["READY"] * 4
+        assert report["status"]["broken_pairs"] == []
+    stats = [e for e in real.events if e.get("event") == "playbook_on_stats"][-1]["event_data"]
+    assert stats["artifact_data"]["imex_domains"] == {"rack1": "healthy", "rack2": "healthy"}
+    statuses = real.module_results("rackscale.imex.imex_status")
+    assert statuses and all(res.get("domain_state") for _, res in statuses)
+    # One status read per domain for the whole validation, from the domain's first tray.
+    validators = sorted(host for host, res in statuses if res.get("invocation", {}).get("module_args", {}).get("wait"))
+    assert validators == ["rack1-tray01", "rack2-tray01"]
+
+
+def tray_address(rack, tray):
+    with open(rack.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    for group in inventory["all"]["children"]["imex_domains"]["children"].values():
+        if tray in group.get("hosts", {}):
+            return group["hosts"][tray]["ansible_host"]
+    raise KeyError(tray)
+
+
+def test_trays_hold_identical_node_lists_of_their_own_rack_and_channel0(first_runs, simulated_rack):
+    for rack_number in (1, 2):
+        trays = simulated_rack.trays_of(rack_number)
+        lists = {simulated_rack.ssh(t, "cat", "/etc/nvidia-imex/nodes_config.cfg").stdout for t in trays}
+        assert lists == {"".join(tray_address(simulated_rack, t) + "\n" for t in trays)}
+        for tray in trays:
+            channel = simulated_rack.ssh(tray, "stat", "-c", "%F %a %t", "/dev/nvidia-caps-imex-channels/channel0")
+            assert channel.stdout.startswith("character special file 666"), channel.stdout + channel.stderr
+            enabled = simulated_rack.ssh(tray, "systemctl", "is-enabled", "nvidia-imex").stdout.strip()
+            assert enabled == "enabled"
+
+
+def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, reports):
+    again = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
+    assert again.rc == 0, again.stdout[-4000:]
+    assert again.changed_hosts() == []
+    check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                         check=True, diff=True)
+    assert check.rc == 0 and check.changed_hosts() == []
+
+
+def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):
+    run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}, check=True)
+    assert run.rc == 0, run.stdout[-4000:]
+    assert run.changed_hosts() == []
+
+
+def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, tmp_path):
+    """rack1-tray02 is replaced by fresh hardware at another address (here: the spare rack1-tray04)."""
+    with open(simulated_rack.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    rack1 = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
+    spare = rack1.pop("rack1-tray04")
+    swapped = dict(inventory)
+    base = run_playbook("site.yml", write(tmp_path / "before.yml", inventory), extravars={"imex_report_dir": reports})
+    assert base.rc == 0, base.stdout[-4000:]
+    rack1["rack1-tray02"] = dict(rack1["rack1-tray02"], ansible_host=spare["ansible_host"],
+                                 imex_address=spare["ansible_host"])
+    starts_before = daemon_start_times(simulated_rack, simulated_rack.trays_of(2))
+    run = run_playbook("site.yml", write(tmp_path / "swapped.yml", swapped), extravars={"imex_report_dir": reports})
+    assert run.rc == 0, run.stdout[-6000:]
+    assert run.changed_hosts() == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+    # The spare ran the 4-tray list of the first run, so every daemon of rack1 stops, then starts.
+    stops = sorted(h for h, t in run.changed_tasks() if t == "Stop IMEX daemon")
+    starts = sorted(h for h, t in run.changed_tasks() if t == "Start IMEX daemon")
+    assert stops == starts == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+    assert daemon_start_times(simulated_rack, simulated_rack.trays_of(2)) == starts_before
+    with open(os.path.join(reports, "rack1.json")) as handle:
+        assert json.load(handle)["verdict"] == "healthy"
+
+
+def write(path, data):
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def test_reboot_keeps_channel0_and_the_domain(first_runs, simulated_rack, reports):
+    # Back to the inventory the rack was built with (the swap test changed rack1).
+    assert run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}).rc == 0
+    simulated_rack.simrack("fault", "reboot", "rack2-tray03")
+    channel = simulated_rack.ssh("rack2-tray03", "stat", "-c", "%F %a", "/dev/nvidia-caps-imex-channels/channel0")
+    assert channel.stdout.strip() == "character special file 666", channel.stdout + channel.stderr
+    run = run_playbook("validate.yml", simulated_rack.inventory,
+                       extravars={"imex_report_dir": reports, "imex_validate_timeout_s": 120})
+    assert run.rc == 0, run.stdout[-4000:]
