@@ -1,0 +1,336 @@
+# Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+# Copyright: rackscale.imex maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A run lock held on a tray, so that two rackscale.imex runs never work on one domain at once.
+
+The lock is a small JSON file::
+
+    {"owner": "<run id>", "since": <epoch seconds>, "since_utc": "YYYY-MM-DD HH:MM:SS UTC",
+     "hostname": "<tray>"}
+
+* Acquire creates it with ``O_CREAT | O_EXCL``: of two runs that find the tray free, exactly one
+  gets it. The same owner finding its own lock is an idempotent re-acquire.
+* Removing a lock (release by its owner, takeover of one abandoned by a crashed run) happens under
+  an ``flock`` on ``<path>.guard`` and only after re-reading the file under that guard. Two runs
+  that find the same abandoned lock therefore cannot both take it over, and a release never
+  removes a lock that changed hands in between. The kernel drops an ``flock`` when its process
+  dies, so the guard itself cannot be left behind held.
+* A file that exists but cannot be read as a lock (empty, not JSON) counts as held by an unknown
+  owner since its modification time: it is never silently ignored.
+
+Time comes from ``time.time()`` and waiting from ``time.sleep()`` (looked up at call time, so tests
+can replace them). Errors are raised as :class:`LockError` with a message naming the path and, for
+a held lock, the holder and since when.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import socket
+import stat
+import time
+
+DEFAULT_PATH = "/run/lock/rackscale-imex.lock"
+GUARD_SUFFIX = ".guard"
+LOCK_MODE = 0o644
+_MAX_BYTES = 64 * 1024
+
+
+class LockError(Exception):
+    """The lock could not be taken or released; ``details`` go into the module result."""
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class Found:
+    """A lock file as found on disk."""
+
+    __slots__ = ("owner", "since", "hostname", "ino", "problem", "record")
+
+    def __init__(self, owner, since, hostname, ino, problem=None, record=None):
+        self.owner = owner          # None when the file is not a readable lock
+        self.since = since          # epoch seconds; the file's mtime when unreadable
+        self.hostname = hostname
+        self.ino = ino
+        self.problem = problem      # why the file is not a readable lock, else None
+        self.record = record        # the parsed JSON object when readable
+
+    def label(self):
+        if self.owner is not None:
+            return self.owner
+        return "an unknown owner (%s)" % self.problem
+
+    def same_as(self, other):
+        return (other is not None and self.ino == other.ino and self.owner == other.owner
+                and self.since == other.since)
+
+
+def _reason(exc):
+    return exc.strerror or str(exc)
+
+
+def utc_text(epoch):
+    """'2025-01-31 12:00:00 UTC' for an epoch time."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+
+
+def new_record(owner, now, hostname):
+    return {"owner": owner, "since": round(now, 3), "since_utc": utc_text(now), "hostname": hostname}
+
+
+def _parse(data):
+    """(record, None) for a valid lock file content, (None, reason) otherwise."""
+    if not data.strip():
+        return None, "empty lock file"
+    if len(data) > _MAX_BYTES:
+        return None, "lock file larger than %d bytes" % _MAX_BYTES
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "lock file is not JSON"
+    if not isinstance(record, dict):
+        return None, "lock file is not a JSON object"
+    owner = record.get("owner")
+    if not isinstance(owner, str) or not owner.strip():
+        return None, "lock file has no owner"
+    since = record.get("since")
+    if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
+        return None, "lock file has no valid since"
+    return record, None
+
+
+def read_lock(path):
+    """The lock at ``path`` as :class:`Found`, or None when there is none.
+
+    Symbolic links and non-regular files are refused rather than followed: /run/lock may be
+    writable by other users.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LockError("cannot inspect lock file %s: %s" % (path, _reason(exc))) from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise LockError("%s is a symbolic link, not a lock file written by rackscale.imex.imex_lock; "
+                        "refusing to follow it: remove it" % path)
+    if not stat.S_ISREG(st.st_mode):
+        raise LockError("%s exists but is not a regular file; refusing to use it as the run lock" % path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LockError("cannot read lock file %s: %s" % (path, _reason(exc))) from exc
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            data = handle.read(_MAX_BYTES + 1)
+    except OSError as exc:
+        raise LockError("cannot read lock file %s: %s" % (path, _reason(exc))) from exc
+    record, problem = _parse(data)
+    if record is None:
+        return Found(None, st.st_mtime, None, st.st_ino, problem="%s: %s" % (problem, path))
+    hostname = record.get("hostname")
+    return Found(record["owner"], float(record["since"]),
+                 hostname if isinstance(hostname, str) else None, st.st_ino, record=record)
+
+
+def create(path, record):
+    """Create the lock file atomically. True when created, False when a lock file already exists."""
+    data = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, LOCK_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise LockError("cannot create lock file %s: %s" % (path, _reason(exc))) from exc
+    try:
+        try:
+            os.fchmod(fd, LOCK_MODE)  # the umask may have narrowed it; operators should be able to read it
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _unlink_quietly(path)
+        raise LockError("cannot write lock file %s: %s" % (path, _reason(exc))) from exc
+    return True
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class _Guard:
+    """Exclusive flock on ``<path>.guard`` for the duration of a ``with`` block."""
+
+    def __init__(self, path):
+        self.path = path + GUARD_SUFFIX
+        self.fd = None
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+            raise LockError("cannot lock %s (guard of the run lock): %s" % (self.path, _reason(exc))) from exc
+        return self
+
+    def __exit__(self, *exc_info):
+        os.close(self.fd)  # closing drops the flock
+        self.fd = None
+        return False
+
+
+def _remove_if_unchanged(path, found):
+    """Remove the lock file if it still is ``found``; call under the guard. True when removed."""
+    current = read_lock(path)
+    if not found.same_as(current):
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise LockError("cannot remove lock file %s: %s" % (path, _reason(exc))) from exc
+    return True
+
+
+def take_over(path, found, record):
+    """Replace the abandoned lock ``found`` by ``record``. False when the lock changed meanwhile."""
+    with _Guard(path):
+        if not _remove_if_unchanged(path, found):
+            return False
+        # A run that does not need the guard (it found no lock) may create the file right after
+        # the removal; then it holds the lock and the caller looks again.
+        return create(path, record)
+
+
+def _ensure_parent(path):
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(parent):
+        return
+    try:
+        os.makedirs(parent, 0o755, exist_ok=True)
+    except OSError as exc:
+        raise LockError("cannot create directory %s for the lock file %s: %s"
+                        % (parent, path, _reason(exc))) from exc
+
+
+def _age_text(age):
+    if age < 0:
+        return "%d s in the future: this tray's clock went back" % round(-age)
+    return "%d s ago" % round(age)
+
+
+def held_message(found, path, tray, now, waited=None, wait=0, stale_after=0):
+    """The failure message for a lock held by another run."""
+    message = ("rack tray is locked by %s since %s (%s); another rackscale.imex run is working on "
+               "this domain; wait for it or, if it crashed, remove %s on %s"
+               % (found.label(), utc_text(found.since), _age_text(now - found.since), path, tray))
+    notes = []
+    if wait:
+        notes.append("gave up after waiting %d s (wait=%d)" % (round(waited or 0), wait))
+    if stale_after:
+        notes.append("a lock older than %d s (stale_after) is taken over automatically" % stale_after)
+    else:
+        notes.append("stale_after=0: abandoned locks are never taken over")
+    return "%s (%s)" % (message, "; ".join(notes))
+
+
+def _result(owner, changed, found, waited, took_over=False, lock=None):
+    # No "path" key: AnsibleModule.exit_json would add that file's attributes, its owner among them.
+    return {
+        "changed": changed,
+        "owner": owner,
+        "holder": found.owner if found is not None else None,
+        "since": found.since if found is not None else None,
+        "took_over": took_over,
+        "waited": round(waited, 1),
+        "lock": lock,
+    }
+
+
+def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False, hostname=None):
+    """Take the lock for ``owner``; returns the module result or raises :class:`LockError`.
+
+    ``holder``/``since`` in the result describe the lock found before acting: None when the tray
+    was free, ``owner`` on a re-acquire, the crashed run on a takeover. ``lock`` is the record that
+    is (check mode: would be) in the file afterwards. A lock held by another owner is waited for
+    up to ``wait`` seconds, polling every ``interval``; a lock older than ``stale_after`` seconds
+    (0: never) is taken over. Check mode waits and fails the same way but writes nothing.
+    """
+    tray = hostname or socket.gethostname()
+    started = time.time()
+    deadline = started + wait
+    while True:
+        found = read_lock(path)
+        now = time.time()
+        waited = max(0.0, now - started)
+        if found is None:
+            record = new_record(owner, now, tray)
+            if check_mode:
+                return _result(owner, True, None, waited, lock=record)
+            _ensure_parent(path)
+            if create(path, record):
+                return _result(owner, True, None, waited, lock=record)
+            continue  # another run was faster; look at its lock
+        if found.owner == owner:
+            return _result(owner, False, found, waited, lock=found.record)
+        if stale_after and now - found.since > stale_after:
+            record = new_record(owner, now, tray)
+            if check_mode or take_over(path, found, record):
+                return _result(owner, True, found, waited, took_over=True, lock=record)
+            continue  # the lock changed hands meanwhile; look again
+        if now >= deadline:
+            raise LockError(held_message(found, path, tray, now, waited, wait, stale_after),
+                            owner=owner, holder=found.owner, since=found.since,
+                            took_over=False, waited=round(waited, 1))
+        time.sleep(max(0.0, min(interval, deadline - now)))
+
+
+def release(path, owner, check_mode=False, hostname=None):
+    """Remove the lock if ``owner`` holds it; returns the module result or raises :class:`LockError`.
+
+    A missing lock is fine (nothing to do). A lock held by anyone else, or unreadable, is refused:
+    removing it would let a third run in while its holder is still working.
+    """
+    tray = hostname or socket.gethostname()
+    found = read_lock(path)
+    now = time.time()
+    if found is None:
+        return _result(owner, False, None, 0.0)
+    if found.owner != owner:
+        raise LockError(
+            "refusing to release %s on %s: the lock is held by %s since %s (%s), not by %s; only the "
+            "run that took it releases it (if that run crashed, remove %s by hand)"
+            % (path, tray, found.label(), utc_text(found.since), _age_text(now - found.since), owner, path),
+            owner=owner, holder=found.owner, since=found.since, took_over=False, waited=0.0)
+    if check_mode:
+        return _result(owner, True, found, 0.0)
+    with _Guard(path):
+        removed = _remove_if_unchanged(path, found)
+        if not removed:
+            current = read_lock(path)
+            if current is not None:
+                raise LockError(
+                    "refusing to release %s on %s: while releasing, the lock passed from %s to %s"
+                    % (path, tray, owner, current.label()),
+                    owner=owner, holder=current.owner, since=current.since, took_over=False,
+                    waited=0.0)
+    return _result(owner, removed, found, 0.0)

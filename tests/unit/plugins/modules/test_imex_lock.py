@@ -1,0 +1,289 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+
+import pytest
+from ansible.module_utils import _internal as ansible_internal
+from ansible.module_utils.common import warnings as ansible_warnings
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.rackscale.imex.plugins.module_utils import _lock
+from ansible_collections.rackscale.imex.plugins.modules import imex_lock
+
+ME = "ctl-a:4711:2025-01-31T12:00:00Z"
+OTHER = "ctl-b:812:2025-01-31T11:58:02Z"
+T0 = 1738324800.0  # 2025-01-31 12:00:00 UTC
+
+
+class FakeTime:
+    """Stands in for the time module inside _lock: a clock that only moves when slept on."""
+
+    def __init__(self, now=T0, on_sleep=None):
+        self.now = now
+        self.slept = []
+        self.on_sleep = on_sleep
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+        if self.on_sleep:
+            self.on_sleep(len(self.slept))
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeTime()
+    monkeypatch.setattr(_lock, "time", fake)
+    return fake
+
+
+@pytest.fixture
+def run(capsys, monkeypatch, clock):
+    # Other tests in the same process may import controller code, which flips this flag and makes
+    # module.warn() print on the controller instead of returning warnings in the result.
+    monkeypatch.setattr(ansible_internal, "is_controller", False)
+
+    def _run(args, check=False):
+        # Warnings are collected process-wide; start every run with none.
+        monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
+        module_args = dict(args, _ansible_check_mode=check)
+        with patch_module_args(module_args):
+            with pytest.raises(SystemExit) as exit_info:
+                imex_lock.main()
+        result = json.loads(capsys.readouterr().out)
+        result["_exit_code"] = exit_info.value.code
+        return result
+    return _run
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "run" / "lock" / "rackscale-imex.lock"
+
+
+def hold(path, owner=OTHER, since=T0 - 120, hostname="rack1-tray01"):
+    """Leave a lock of another run on disk, as imex_lock writes it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"owner": owner, "since": since, "since_utc": _lock.utc_text(since),
+                                "hostname": hostname}) + "\n")
+
+
+def warning_texts(result):
+    return [entry["event"]["msg"] if isinstance(entry, dict) else entry for entry in result.get("warnings", [])]
+
+
+def snapshot(path):
+    st = os.stat(str(path))
+    return path.read_bytes(), st.st_ino, st.st_mtime_ns
+
+
+def test_acquire_free_lock(run, path):
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True
+    assert (result["holder"], result["since"], result["took_over"], result["waited"]) == (None, None, False, 0.0)
+    assert result["owner"] == ME
+    assert "warnings" not in result
+    record = json.loads(path.read_text())
+    assert record == {"owner": ME, "since": T0, "since_utc": "2025-01-31 12:00:00 UTC",
+                      "hostname": socket.gethostname()}
+    assert result["lock"] == record
+    assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o644
+    assert not os.path.exists(str(path) + ".guard")
+
+
+def test_reacquire_by_same_owner_is_unchanged(run, path, clock):
+    run(dict(path=str(path), owner=ME))
+    before = snapshot(path)
+    clock.now += 300
+    again = run(dict(path=str(path), owner=ME))
+    assert again["_exit_code"] == 0
+    assert again["changed"] is False
+    assert (again["holder"], again["since"], again["took_over"]) == (ME, T0, False)
+    assert again["lock"]["since"] == T0
+    assert snapshot(path) == before
+
+
+def test_held_by_other_fails_naming_holder(run, path, clock):
+    hold(path, since=T0 - 120)
+    before = snapshot(path)
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 1 and result["failed"] is True
+    assert result["msg"].startswith(
+        "rack tray is locked by %s since 2025-01-31 11:58:00 UTC (120 s ago); another rackscale.imex run is "
+        "working on this domain; wait for it or, if it crashed, remove %s on %s"
+        % (OTHER, path, socket.gethostname()))
+    assert "stale_after" in result["msg"]
+    assert (result["holder"], result["since"], result["took_over"], result["waited"]) == (OTHER, T0 - 120, False, 0.0)
+    assert clock.slept == []
+    assert snapshot(path) == before
+
+
+def test_wait_until_released(run, path, clock):
+    hold(path)
+
+    def other_run_finishes(calls):
+        if calls == 3:
+            path.unlink()
+    clock.on_sleep = other_run_finishes
+    result = run(dict(path=str(path), owner=ME, wait=60, interval=5))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True
+    assert clock.slept == [5, 5, 5]
+    assert result["waited"] == 15.0
+    assert result["holder"] is None and result["took_over"] is False
+    record = json.loads(path.read_text())
+    assert record["owner"] == ME and record["since"] == T0 + 15
+
+
+def test_wait_timeout(run, path, clock):
+    hold(path)
+    before = snapshot(path)
+    result = run(dict(path=str(path), owner=ME, wait=10, interval=3))
+    assert result["_exit_code"] == 1
+    assert clock.slept == [3, 3, 3, 1]
+    assert result["waited"] == 10.0
+    assert result["msg"].startswith("rack tray is locked by %s since 2025-01-31 11:58:00 UTC (130 s ago)" % OTHER)
+    assert "gave up after waiting 10 s (wait=10)" in result["msg"]
+    assert snapshot(path) == before
+
+
+def test_stale_lock_is_taken_over(run, path):
+    hold(path, since=T0 - 3601)
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True and result["took_over"] is True
+    assert (result["holder"], result["since"]) == (OTHER, T0 - 3601)
+    assert json.loads(path.read_text())["owner"] == ME
+    assert result["lock"]["owner"] == ME and result["lock"]["since"] == T0
+    assert warning_texts(result) == [
+        "%s: took over the abandoned lock of %s taken 2025-01-31 10:59:59 UTC (older than stale_after=3600 s); "
+        "that run is assumed to have crashed" % (path, OTHER)]
+
+
+def test_lock_exactly_stale_after_old_is_still_held(run, path):
+    hold(path, since=T0 - 3600)
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 1 and result["holder"] == OTHER
+    assert json.loads(path.read_text())["owner"] == OTHER
+
+
+def test_stale_after_zero_never_takes_over(run, path):
+    hold(path, since=T0 - 10 * 86400)
+    result = run(dict(path=str(path), owner=ME, stale_after=0))
+    assert result["_exit_code"] == 1
+    assert "never taken over" in result["msg"]
+    assert json.loads(path.read_text())["owner"] == OTHER
+
+
+def test_stale_lock_taken_over_while_waiting(run, path, clock):
+    hold(path, since=T0 - 50)
+    result = run(dict(path=str(path), owner=ME, wait=120, interval=20, stale_after=100))
+    assert result["_exit_code"] == 0
+    assert clock.slept == [20, 20, 20]
+    assert result["took_over"] is True and result["holder"] == OTHER and result["waited"] == 60.0
+
+
+def test_unreadable_lock_counts_as_held(run, path, clock):
+    path.parent.mkdir(parents=True)
+    path.write_text("")
+    os.utime(str(path), (T0 - 5, T0 - 5))
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 1
+    assert result["msg"].startswith("rack tray is locked by an unknown owner (empty lock file: %s) since "
+                                    "2025-01-31 11:59:55 UTC (5 s ago)" % path)
+    assert result["holder"] is None
+    assert path.read_text() == ""
+
+
+def test_release_by_owner(run, path):
+    run(dict(path=str(path), owner=ME))
+    result = run(dict(path=str(path), owner=ME, state="absent"))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True
+    assert (result["holder"], result["since"], result["lock"]) == (ME, T0, None)
+    assert not path.exists()
+    again = run(dict(path=str(path), owner=ME, state="absent"))
+    assert again["changed"] is False and again["holder"] is None
+
+
+def test_release_of_someone_elses_lock_is_refused(run, path):
+    hold(path)
+    before = snapshot(path)
+    result = run(dict(path=str(path), owner=ME, state="absent"))
+    assert result["_exit_code"] == 1
+    assert result["msg"].startswith("refusing to release %s on %s: the lock is held by %s since "
+                                    "2025-01-31 11:58:00 UTC (120 s ago), not by %s"
+                                    % (path, socket.gethostname(), OTHER, ME))
+    assert result["holder"] == OTHER
+    assert snapshot(path) == before
+
+
+def test_release_missing(run, path):
+    result = run(dict(path=str(path), owner=ME, state="absent"))
+    assert result["_exit_code"] == 0
+    assert result["changed"] is False and result["holder"] is None
+    assert not path.parent.exists()
+
+
+def test_check_mode_acquire_free_creates_nothing(run, path):
+    result = run(dict(path=str(path), owner=ME), check=True)
+    assert result["_exit_code"] == 0
+    assert result["changed"] is True and result["lock"]["owner"] == ME
+    assert not path.parent.exists()
+
+
+def test_check_mode_never_touches_the_file(run, path, clock):
+    hold(path, since=T0 - 120)
+    before = snapshot(path)
+    held = run(dict(path=str(path), owner=ME, wait=4, interval=2), check=True)
+    assert held["_exit_code"] == 1 and held["holder"] == OTHER
+    assert held["msg"].startswith("rack tray is locked by %s" % OTHER)
+    assert clock.slept == [2, 2]
+    refused = run(dict(path=str(path), owner=ME, state="absent"), check=True)
+    assert refused["_exit_code"] == 1
+    clock.now += 7200
+    stale = run(dict(path=str(path), owner=ME), check=True)
+    assert stale["_exit_code"] == 0 and stale["changed"] is True and stale["took_over"] is True
+    assert [text.split(" the abandoned")[0] for text in warning_texts(stale)] == ["%s: would take over" % path]
+    mine = run(dict(path=str(path), owner=OTHER, state="absent"), check=True)
+    assert mine["_exit_code"] == 0 and mine["changed"] is True
+    assert snapshot(path) == before
+    assert sorted(os.listdir(str(path.parent))) == [path.name]
+
+
+def test_symlink_is_refused(run, path, tmp_path):
+    path.parent.mkdir(parents=True)
+    target = tmp_path / "elsewhere"
+    os.symlink(str(target), str(path))
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 1
+    assert result["msg"] == ("%s is a symbolic link, not a lock file written by rackscale.imex.imex_lock; "
+                             "refusing to follow it: remove it" % path)
+    assert (result["owner"], result["holder"], result["took_over"], result["waited"]) == (ME, None, False, 0.0)
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(owner="  "), "owner must not be empty"),
+    (dict(owner=ME + "\n"), "must not have leading/trailing blanks or control characters"),
+    (dict(owner=ME, wait=-1), "wait must be at least 0, got -1"),
+    (dict(owner=ME, interval=0), "interval must be at least 1, got 0"),
+    (dict(owner=ME, stale_after=-5), "stale_after must be at least 0, got -5"),
+])
+def test_bad_options(run, path, args, message):
+    result = run(dict(args, path=str(path)))
+    assert result["_exit_code"] == 1
+    assert message in result["msg"]
+    assert not path.parent.exists()
