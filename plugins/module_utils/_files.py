@@ -291,12 +291,6 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
         _apply_attributes(target, uid, gid, wanted_mode, shown_path=path)
         return result
 
-    if backup and existed:
-        try:
-            result["backup_file"] = module.backup_local(target) or None
-        except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
-            raise FileOpError("cannot back up %s before replacing it: %s" % (path, exc)) from exc
-
     # The temporary file is born with the final attributes: the old file's when the caller did not
     # ask for others, so replacing a vendor file never loosens or tightens its permissions.
     if existed:
@@ -306,7 +300,16 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
     else:
         tmp_uid, tmp_gid = uid, gid
         tmp_mode = _umask_default_mode() if wanted_mode is None else wanted_mode
+    # The new content is written first: a read-only or full file system fails here, with the OS
+    # reason, before any backup copy is attempted (and before the target is touched at all).
     tmp_path = _write_temp(directory, os.path.basename(target), new_data, tmp_uid, tmp_gid, tmp_mode, path)
+    if backup and existed:
+        try:
+            result["backup_file"] = module.backup_local(target) or None
+        except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
+            _discard(tmp_path)
+            reason = exc.__cause__ if exc.__cause__ is not None else exc
+            raise FileOpError("cannot back up %s before replacing it: %s" % (path, reason)) from exc
     try:
         # keep_dest_attrs=False: the temporary file already carries the final owner/group/mode,
         # and copying the old file's would overwrite a requested change. (On SELinux hosts the

@@ -395,14 +395,14 @@ def main():
     if failure is not None:
         msg = failure.message
         if params['wait']:
-            msg = 'still failing after %d attempts in %.0f s: %s' % (attempts, elapsed, msg)
+            msg = 'still failing after %d attempt(s) in %.0f s: %s' % (attempts, elapsed, msg)
         module.fail_json(msg=msg, attempts=attempts, elapsed=elapsed, **failure.details)
 
     result = dict(changed=False, attempts=attempts, elapsed=elapsed, **assessment)
     if not assessment['healthy']:
         message = _ctl.unhealthy_message(assessment)
         if params['wait']:
-            message = 'not healthy after %d attempts in %.0f s. %s' % (attempts, elapsed, message)
+            message = 'not healthy after %d attempt(s) in %.0f s. %s' % (attempts, elapsed, message)
         if params['fail_unhealthy']:
             module.fail_json(msg=message, **result)
         if params['wait']:

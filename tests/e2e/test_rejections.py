@@ -96,7 +96,18 @@ CASES = {
     "AWX job whose domains declare no size": (
         inventory(rack1=rack("a", 3)), {"awx_job_id": 42}, ["rack1", "imex_domain_size"]),
     "unknown mode": (
-        inventory(rack1=rack("a", 2)), {"imex_mode": "kubernetes"}, ["imex_preflight_mode", "kubernetes"]),
+        inventory(rack1=rack("a", 2)), {"imex_mode": "kubernetes"},
+        ["imex_preflight_mode must be one of: static, slurm, dra, dra_host_managed, got: kubernetes"]),
+    "missing domain parent group": (
+        {"all": {"children": {"racks": {"children": {"rack1": rack("a", 2)}}}}}, {},
+        ["group imex_domains is missing or holds no trays"]),
+    "port out of range": (
+        inventory(rack1=rack("a", 2)), {"imex_cmd_port": 70000}, ["imex_settings:", "IMEX_CMD_PORT", "70000"]),
+    "one port for both services": (
+        inventory(rack1=rack("a", 2)), {"imex_cmd_port": 50000}, ["imex_server_port and imex_cmd_port are both 50000"]),
+    "TLS without its files": (
+        inventory(rack1=rack("a", 2)), {"imex_tls": True, "imex_tls_ca": "/nonexistent/ca.crt"},
+        ["imex_tls is true but imex_tls_ca, imex_tls_cert, imex_tls_key are unset or not a file"]),
 }
 
 
