@@ -269,7 +269,7 @@ def test_wait_timeout_with_fail_unhealthy(config):
     assert not ok
     assert clock.sleeps == [10, 10, 5]
     assert result['attempts'] == 4
-    assert result['msg'].startswith('not healthy after 4 attempts in 25 s. IMEX domain is not healthy')
+    assert result['msg'].startswith('not healthy after 4 attempt(s) in 25 s. IMEX domain is not healthy')
     assert 'node 12 (198.18.1.23) is UNAVAILABLE' in result['msg']
 
 
@@ -286,7 +286,7 @@ def test_wait_timeout_while_ctl_keeps_failing(config):
     ctl = FakeCtl(json=[(124, '', '')])
     ok, result = run({'config': config, 'wait': True, 'interval': 30, 'timeout': 60, 'query_local': False}, ctl)
     assert not ok
-    assert result['msg'].startswith('still failing after 3 attempts in 60 s: %s -c %s -N -j did not answer'
+    assert result['msg'].startswith('still failing after 3 attempt(s) in 60 s: %s -c %s -N -j did not answer'
                                     % (CTL, config))
     assert result['attempts'] == 3
 
