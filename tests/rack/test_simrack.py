@@ -1,0 +1,418 @@
+"""The simulated rack itself: trays, network, knobs, every fault and its heal, and a clean `down`.
+
+One 1 x 3 rack for the whole module (module fixture; `down` runs even when a test fails).
+Tests run in file order and share the rack: each heals what it broke, and the last one tears
+the rack down and checks nothing is left. Needs root and podman; skipped otherwise. Tests that
+need the IMEX simulator are skipped when tests/imexsim/install-into is absent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SIMRACK = HERE / "simrack"
+SIMULATOR = HERE.parent / "imexsim" / "install-into"
+TRAYS = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+ADDRESSES = ["198.18.1.11", "198.18.1.12", "198.18.1.13"]
+NAMESPACES = ["imex-r1t01", "imex-r1t02", "imex-r1t03"]
+SYSCTLS = ["fs.inotify.max_user_instances", "fs.inotify.max_user_watches",
+           "net.ipv4.neigh.default.gc_thresh1", "net.ipv4.neigh.default.gc_thresh2",
+           "net.ipv4.neigh.default.gc_thresh3"]
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("podman") is None,
+    reason="the simulated rack needs root and podman (tests/rack/simrack installs the rest)")
+needs_simulator = pytest.mark.skipif(not os.access(SIMULATOR, os.X_OK),
+                                     reason=f"IMEX simulator not present ({SIMULATOR})")
+
+
+def sysctl(name: str) -> str:
+    return Path("/proc/sys", *name.split(".")).read_text().strip()
+
+
+class Rack:
+    def __init__(self, state: str, sysctls_before: dict[str, str]):
+        self.state = Path(state)
+        self.env = dict(os.environ, SIMRACK_STATE=state)
+        self.sysctls_before = sysctls_before      # what `down` must restore
+        self.inventory: Path | None = None
+
+    def simrack(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(SIMRACK), *args], env=self.env, capture_output=True, text=True,
+                                timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"simrack {' '.join(args)} failed ({result.returncode}):\n"
+                                 f"{result.stdout}\n{result.stderr}")
+        return result
+
+    def ssh(self, tray: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        return subprocess.run(["ssh", "-F", str(self.state / "ssh_config"), "-o", "BatchMode=yes",
+                               "-o", "ConnectTimeout=3", tray, command],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def out(self, tray: str, command: str) -> str:
+        result = self.ssh(tray, command)
+        assert result.returncode == 0, f"{tray}: {command}: {result.stderr}"
+        return result.stdout
+
+    def knob(self, tray: str, name: str) -> str:
+        return (self.state / "trays" / tray / name).read_text()
+
+    def write_nodes_config(self, tray: str, addresses: list[str]) -> None:
+        lines = "".join(f"{address}\\n" for address in addresses)
+        self.out(tray, f"mkdir -p /etc/nvidia-imex && printf '{lines}' > /etc/nvidia-imex/nodes_config.cfg")
+
+
+def tcp(namespace: str | None, address: str, port: int) -> str:
+    """'open', 'refused' (host reachable, nothing listening) or 'timeout' (dropped) from a namespace."""
+    probe = ("import socket,sys\n"
+             "try:\n"
+             f"    socket.create_connection(('{address}', {port}), timeout=1.5); print('open')\n"
+             "except ConnectionRefusedError: print('refused')\n"
+             "except OSError: print('timeout')\n")
+    prefix = ["ip", "netns", "exec", namespace] if namespace else []
+    return subprocess.run([*prefix, sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=10).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def rack():
+    state = tempfile.mkdtemp(prefix="simrack-t-", dir="/var/tmp")
+    rack = Rack(state, {name: sysctl(name) for name in SYSCTLS})
+    try:
+        result = rack.simrack("up", "--racks", "1", "--trays", "3", timeout=900)
+        rack.inventory = Path(result.stdout.strip().splitlines()[-1])
+        yield rack
+    finally:
+        rack.simrack("down", check=False)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- the rack as built
+
+def test_inventory_names_every_tray(rack):
+    yaml = pytest.importorskip("yaml")
+    assert rack.inventory == rack.state / "inventory.yml"
+    assert rack.simrack("inventory").stdout.strip() == str(rack.inventory)
+    data = yaml.safe_load(rack.inventory.read_text())
+    hosts = data["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
+    assert list(hosts) == TRAYS
+    for name, address in zip(TRAYS, ADDRESSES):
+        assert hosts[name] == {
+            "ansible_host": address, "imex_address": address, "ansible_user": "root",
+            "ansible_ssh_common_args": f"-F {rack.state / 'ssh_config'}",
+            "ansible_python_interpreter": "/usr/bin/python3"}
+
+
+def test_trays_are_systemd_hosts_over_ssh(rack):
+    majors = set()
+    for tray in TRAYS:
+        hostname, state, devices = rack.out(
+            tray, "hostname; systemctl is-system-running; grep nvidia-caps-imex-channels /proc/devices"
+        ).splitlines()
+        assert (hostname, state) == (tray, "running")
+        major = devices.split()[0]
+        assert f"{major} nvidia-caps-imex-channels\n" in rack.knob(tray, "proc_devices")
+        majors.add(major)
+    assert len(majors) == len(TRAYS), "each tray must report its own channel major"
+
+
+def test_trays_talk_only_on_the_fabric(rack):
+    for namespace, address in zip(NAMESPACES, ADDRESSES):
+        links = subprocess.run(["ip", "-n", namespace, "-6", "-o", "addr"], capture_output=True,
+                               text=True, check=True).stdout
+        routes = subprocess.run(["ip", "-n", namespace, "route"], capture_output=True, text=True,
+                                check=True).stdout
+        assert links == "", "IPv6 must be off in the tray namespaces"
+        assert routes.split() == ["198.18.0.0/16", "dev", "eth0", "proto", "kernel", "scope", "link",
+                                  "src", address]
+    assert rack.out(TRAYS[0], "getent hosts rack1-tray03").split() == ["198.18.1.13", "rack1-tray03"]
+
+
+def test_knobs_have_the_contract_defaults(rack):
+    fabric = json.loads(rack.knob(TRAYS[0], "fabric.json"))
+    assert fabric["state"] == "Completed" and fabric["status"] == "Success"
+    assert (fabric["clique_id"], fabric["health"]) == (32766, "Healthy")
+    assert rack.knob(TRAYS[0], "imex_version") == "580.95.09\n"
+    assert json.loads(rack.knob(TRAYS[0], "faults.json")) == {}
+    assert rack.out(TRAYS[1], "cat /run/testbed/imex_version") == "580.95.09\n"
+    assert rack.ssh(TRAYS[1], "touch /run/testbed/x").returncode != 0, "knobs are read-only in the tray"
+
+
+@needs_simulator
+def test_simulator_is_installed(rack):
+    listing = rack.out(TRAYS[0], "ls /usr/bin/nvidia-imex /usr/bin/nvidia-imex-ctl /usr/bin/nvidia-smi "
+                                 "/usr/sbin/update-initramfs /etc/nvidia-imex/config.cfg; "
+                                 "systemctl is-enabled simdriver; systemctl cat nvidia-imex | grep Type=")
+    assert "/usr/bin/nvidia-imex-ctl" in listing and "Type=forking" in listing
+    assert "enabled" in listing
+
+
+# --------------------------------------------------------------------------- network faults
+
+def test_link_cut_drops_only_that_pair(rack):
+    rack.simrack("fault", "link-cut", TRAYS[0], TRAYS[1])
+    assert "link-cut rack1-tray01 rack1-tray02" in rack.simrack("status").stdout
+    assert tcp(NAMESPACES[0], ADDRESSES[1], 22) == "timeout"
+    assert tcp(NAMESPACES[1], ADDRESSES[0], 22) == "timeout"
+    assert tcp(NAMESPACES[0], ADDRESSES[2], 22) == "open"
+    assert tcp(NAMESPACES[2], ADDRESSES[1], 22) == "open"
+    assert tcp(None, ADDRESSES[0], 22) == "open"
+    rack.simrack("fault", "heal", "link-cut", TRAYS[1], TRAYS[0])    # either order names the pair
+    assert tcp(NAMESPACES[0], ADDRESSES[1], 22) == "open"
+
+
+def test_cmd_port_block_drops_the_command_port_from_the_fabric(rack):
+    before = tcp(NAMESPACES[1], ADDRESSES[0], 50005)
+    assert before in ("open", "refused")       # refused: no daemon listening yet, but reachable
+    rack.simrack("fault", "cmd-port-block", TRAYS[0])
+    assert tcp(NAMESPACES[1], ADDRESSES[0], 50005) == "timeout"
+    assert tcp(NAMESPACES[1], ADDRESSES[0], 22) == "open"
+    assert tcp(NAMESPACES[0], "127.0.0.1", 50005) == before     # the tray's own ctl still works
+    rack.simrack("fault", "heal", "cmd-port-block", TRAYS[0])
+    assert tcp(NAMESPACES[1], ADDRESSES[0], 50005) == before
+
+
+def test_ssh_block_and_isolate_cut_the_controller_off(rack):
+    rack.simrack("fault", "ssh-block", TRAYS[2])
+    assert rack.ssh(TRAYS[2], "true").returncode == 255
+    assert tcp(NAMESPACES[0], ADDRESSES[2], 22) == "open", "only the controller is blocked"
+    rack.simrack("fault", "heal", "ssh-block", TRAYS[2])
+    assert rack.ssh(TRAYS[2], "true").returncode == 0
+
+    rack.simrack("fault", "isolate", TRAYS[2])
+    assert tcp(None, ADDRESSES[2], 22) == "timeout"
+    assert tcp(NAMESPACES[0], ADDRESSES[2], 22) == "timeout"
+    rack.simrack("fault", "heal", "isolate", TRAYS[2])
+    assert rack.ssh(TRAYS[2], "true").returncode == 0
+
+
+def test_faults_refuse_nonsense(rack):
+    assert "no tray 'rack1-tray09'" in rack.simrack("fault", "isolate", "rack1-tray09", check=False).stderr
+    assert "no active ssh-block" in rack.simrack("fault", "heal", "ssh-block", "2", check=False).stderr
+    assert "event" in rack.simrack("fault", "heal", "reboot", "2", check=False).stderr
+
+
+# --------------------------------------------------------------------------- system faults
+
+def test_etc_readonly_and_disk_full_fail_writes_but_keep_files(rack):
+    tray = TRAYS[1]
+    rack.out(tray, "mkdir -p /etc/nvidia-imex && echo old > /etc/nvidia-imex/probe.cfg")
+    rack.simrack("fault", "etc-readonly", tray)
+    result = rack.ssh(tray, "cat /etc/nvidia-imex/probe.cfg; echo new > /etc/nvidia-imex/probe.cfg")
+    assert result.stdout == "old\n" and "Read-only file system" in result.stderr
+    assert "already has a fault mounted" in rack.simrack("fault", "disk-full", tray, check=False).stderr
+    rack.simrack("fault", "heal", "etc-readonly", tray)
+
+    rack.simrack("fault", "disk-full", tray)
+    result = rack.ssh(tray, "cat /etc/nvidia-imex/probe.cfg; "
+                            "python3 -c 'import tempfile; tempfile.mkstemp(dir=\"/etc/nvidia-imex\")'")
+    assert result.stdout == "old\n" and "No space left on device" in result.stderr
+    rack.simrack("fault", "heal", "disk-full", tray)
+    assert rack.out(tray, "echo new > /etc/nvidia-imex/probe.cfg; cat /etc/nvidia-imex/probe.cfg; "
+                          "rm /etc/nvidia-imex/probe.cfg") == "new\n"
+
+
+def test_reboot_keeps_disk_and_channel_major(rack):
+    tray = TRAYS[2]
+    rack.out(tray, "touch /run/simrack-volatile /root/simrack-persistent")
+    major = rack.out(tray, "grep nvidia-caps-imex-channels /proc/devices")
+    rack.simrack("fault", "reboot", tray)
+    assert rack.out(tray, "systemctl is-system-running") == "running\n"
+    assert rack.out(tray, "grep nvidia-caps-imex-channels /proc/devices") == major
+    assert rack.out(tray, "ls /run/simrack-volatile /root/simrack-persistent 2>/dev/null; true") == \
+        "/root/simrack-persistent\n"
+
+
+def test_knob_faults_write_and_restore_the_knobs(rack):
+    tray = TRAYS[0]
+    rack.simrack("fault", "version", tray, "580.105.08")
+    rack.simrack("fault", "fabric", tray, "clique_id=0", "state=In Progress", "per_gpu.2.health=Unhealthy")
+    rack.simrack("fault", "ctl-hang", tray)
+    assert rack.knob(tray, "imex_version") == "580.105.08\n"
+    fabric = json.loads(rack.knob(tray, "fabric.json"))
+    assert (fabric["clique_id"], fabric["state"], fabric["per_gpu"]) == (0, "In Progress", {"2": {"health": "Unhealthy"}})
+    assert json.loads(rack.knob(tray, "faults.json")) == {"ctl_hang": True}
+    status = rack.simrack("status").stdout
+    assert "version rack1-tray01 580.95.09 -> 580.105.08" in status and "ctl-hang rack1-tray01" in status
+    for kind in ("version", "fabric", "ctl-hang"):
+        rack.simrack("fault", "heal", kind, tray)
+    assert rack.knob(tray, "imex_version") == "580.95.09\n"
+    assert json.loads(rack.knob(tray, "fabric.json"))["state"] == "Completed"
+    assert json.loads(rack.knob(tray, "faults.json")) == {}
+    assert "active faults: none" in rack.simrack("status").stdout
+
+
+def test_nodelist_edit_swaps_and_restores(rack):
+    tray = TRAYS[0]
+    rack.write_nodes_config(tray, ADDRESSES)
+    original = rack.out(tray, "cat /etc/nvidia-imex/nodes_config.cfg")
+    assert original == "".join(f"{address}\n" for address in ADDRESSES)
+    rack.simrack("fault", "nodelist-edit", tray)
+    assert rack.out(tray, "cat /etc/nvidia-imex/nodes_config.cfg").split() == [ADDRESSES[1], ADDRESSES[0], ADDRESSES[2]]
+    rack.simrack("fault", "heal", "nodelist-edit", tray)
+    assert rack.out(tray, "cat /etc/nvidia-imex/nodes_config.cfg") == original
+
+
+# --------------------------------------------------------------------------- with the IMEX simulator
+
+NODE_LINE = re.compile(r"^Node #(\d+)\s+[-*]\s+(\S+)\s+[-* ]*-\s+(\S+)\s+- Version:[ \t]*(\S*)", re.MULTILINE)
+
+
+def domain_view(rack: Rack, tray: str = TRAYS[0]) -> dict:
+    """nvidia-imex-ctl -N as seen from `tray`: node statuses/versions, matrix rows, domain state."""
+    text = rack.out(tray, "timeout 10 nvidia-imex-ctl -N")
+    nodes = {int(i): (status, version) for i, _, status, version in NODE_LINE.findall(text)}
+    table = text.split("Nodes From\\To", 1)[1].split("Domain State:")[0]
+    rows = {int(line.split()[0]): line.split()[1:] for line in table.splitlines()[1:] if line.strip()}
+    return {"nodes": nodes, "rows": rows, "state": text.rsplit("Domain State:", 1)[1].strip()}
+
+
+def wait_for(rack: Rack, condition, what: str, timeout: float = 30) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        view = domain_view(rack)
+        if condition(view):
+            return view
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen within {timeout}s; last view {view}")
+        time.sleep(1)
+
+
+def healthy(view: dict) -> bool:
+    return view["state"] == "UP" and all(cell == "C" for row in view["rows"].values() for cell in row)
+
+
+@pytest.fixture(scope="module")
+def domain(rack):
+    """All three trays configured as one IMEX domain and running, as the collection would leave them."""
+    if not os.access(SIMULATOR, os.X_OK):
+        pytest.skip(f"IMEX simulator not present ({SIMULATOR})")
+    for tray in TRAYS:
+        rack.write_nodes_config(tray, ADDRESSES)
+        rack.out(tray, "systemctl start nvidia-imex")
+    time.sleep(1)
+    for tray in TRAYS:      # a daemon that dies right after a successful start: say so plainly
+        state = rack.ssh(tray, "systemctl is-active nvidia-imex").stdout.strip()
+        assert state == "active", (f"nvidia-imex on {tray} is {state} after a successful start:\n"
+                                   + rack.out(tray, "journalctl -u nvidia-imex -n 8 --no-pager -o cat"))
+    wait_for(rack, healthy, "a healthy domain")
+    return rack
+
+
+@needs_simulator
+def test_domain_comes_up(domain):
+    view = wait_for(domain, healthy, "a healthy domain")
+    assert [status for status, _ in view["nodes"].values()] == ["READY"] * 3
+
+
+@needs_simulator
+def test_daemon_stop_makes_the_node_unavailable(domain):
+    domain.simrack("fault", "daemon-stop", TRAYS[1])
+    view = wait_for(domain, lambda v: v["nodes"][1][0] == "UNAVAILABLE", "node 1 UNAVAILABLE")
+    assert view["rows"][1] == ["I", "I", "I"] and view["state"] == "DEGRADED"
+    domain.simrack("fault", "heal", "daemon-stop", TRAYS[1])
+    wait_for(domain, healthy, "UP after daemon-stop heal")
+
+
+@needs_simulator
+def test_link_cut_shows_recovering_between_the_pair(domain):
+    domain.simrack("fault", "link-cut", TRAYS[0], TRAYS[2])
+    view = wait_for(domain, lambda v: v["rows"][0][2] not in ("C",), "0->2 not connected")
+    assert view["rows"][0][2] == "R" and view["rows"][0][1] == "C"
+    domain.simrack("fault", "heal", "link-cut", TRAYS[0], TRAYS[2])
+    wait_for(domain, healthy, "UP after link-cut heal")
+
+
+@needs_simulator
+def test_cmd_port_block_degrades_the_domain(domain):
+    domain.simrack("fault", "cmd-port-block", TRAYS[1])
+    view = wait_for(domain, lambda v: v["nodes"][1] == ("UNAVAILABLE", ""), "node 1 UNAVAILABLE, no version")
+    assert view["state"] == "DEGRADED"
+    domain.simrack("fault", "heal", "cmd-port-block", TRAYS[1])
+    wait_for(domain, healthy, "UP after cmd-port-block heal")
+
+
+@needs_simulator
+def test_version_skew_shows_v(domain):
+    domain.simrack("fault", "version", TRAYS[2], "580.105.08", "--restart")
+    view = wait_for(domain, lambda v: "!V!" in v["rows"][0], "!V! toward node 2")
+    assert view["rows"][0][2] == "!V!" and view["state"] == "DEGRADED"
+    domain.simrack("fault", "heal", "version", TRAYS[2], "--restart")
+    wait_for(domain, healthy, "UP after version heal")
+
+
+@needs_simulator
+def test_nodelist_edit_shows_m(domain):
+    domain.simrack("fault", "nodelist-edit", TRAYS[2], "--restart")
+    wait_for(domain, lambda v: any("!M!" in row for row in v["rows"].values()), "!M!")
+    domain.simrack("fault", "heal", "nodelist-edit", TRAYS[2], "--restart")
+    wait_for(domain, healthy, "UP after nodelist-edit heal")
+
+
+@needs_simulator
+def test_daemon_kill_restarts_unless_told_not_to(domain):
+    tray = TRAYS[1]
+    main_pid = domain.out(tray, "systemctl show -p MainPID --value nvidia-imex")
+    domain.simrack("fault", "daemon-kill", tray)
+    deadline = time.monotonic() + 15
+    while domain.out(tray, "systemctl show -p MainPID --value nvidia-imex") in (main_pid, "0\n"):
+        assert time.monotonic() < deadline, "Restart=on-failure did not bring the daemon back"
+        time.sleep(0.5)
+    wait_for(domain, healthy, "UP after a killed daemon restarted")
+
+    domain.simrack("fault", "daemon-kill", tray, "--no-restart")
+    time.sleep(2)       # longer than RestartSec=1s: a restart would have happened by now
+    assert domain.ssh(tray, "systemctl is-active nvidia-imex").stdout.strip() == "failed"
+    assert domain.out(tray, "systemctl is-enabled nvidia-imex 2>&1; true").strip() != "masked"
+    domain.simrack("fault", "heal", "daemon-kill", tray)
+    wait_for(domain, healthy, "UP after daemon-kill heal")
+
+
+@needs_simulator
+def test_fail_start_keeps_the_daemon_down(domain):
+    tray = TRAYS[2]
+    domain.simrack("fault", "fail-start", tray)
+    assert domain.ssh(tray, "systemctl is-active nvidia-imex").stdout.strip() in ("failed", "activating")
+    domain.simrack("fault", "heal", "fail-start", tray)
+    wait_for(domain, healthy, "UP after fail-start heal")
+
+
+@needs_simulator
+def test_ctl_hang_and_fabric_reach_the_tools(domain):
+    tray = TRAYS[0]
+    domain.simrack("fault", "ctl-hang", tray)
+    assert domain.ssh(tray, "timeout 2 nvidia-imex-ctl -q").returncode == 124
+    domain.simrack("fault", "heal", "ctl-hang", tray)
+    assert domain.out(tray, "timeout 5 nvidia-imex-ctl -q") == "READY\n"
+    domain.simrack("fault", "fabric", tray, "state=In Progress")
+    assert "In Progress" in domain.out(tray, "nvidia-smi --query-gpu=fabric.state --format=csv,noheader")
+    domain.simrack("fault", "heal", "fabric", tray)
+    assert set(domain.out(tray, "nvidia-smi --query-gpu=fabric.state --format=csv,noheader").split("\n")) <= {"Completed", ""}
+
+
+# --------------------------------------------------------------------------- down (runs last)
+
+def test_down_leaves_nothing_behind(rack):
+    rack.simrack("down")
+    assert not rack.state.exists()
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "imex-" not in namespaces
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "imex-up" not in links
+    assert not list(Path("/sys/fs/cgroup").glob("*/simrack")) and not Path("/sys/fs/cgroup/simrack").exists()
+    with open("/proc/self/mountinfo") as handle:
+        assert str(rack.state) not in handle.read()
+    leftovers = subprocess.run(["pgrep", "-f", str(rack.state)], capture_output=True, text=True).stdout
+    assert leftovers == "", f"processes still mention the state dir: {leftovers}"
+    assert {name: sysctl(name) for name in SYSCTLS} == rack.sysctls_before
