@@ -536,8 +536,15 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
 
 
 def daemonize() -> None:
-    """Classic double fork, so that systemd's Type=forking sees the start command return."""
-    if os.fork() > 0:
+    """Classic double fork, so that systemd's Type=forking sees the start command return.
+
+    The first parent waits for the middle child: when the start command returns, only the daemon
+    itself is left in the unit's cgroup, so systemd cannot take the short-lived middle child for
+    the main process (and then stop the unit when it exits).
+    """
+    middle = os.fork()
+    if middle > 0:
+        os.waitpid(middle, 0)
         os._exit(0)  # pylint: disable=protected-access
     os.setsid()
     if os.fork() > 0:
