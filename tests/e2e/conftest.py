@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,11 @@ class PlaybookRun:
                 # A failed loop says "One or more items failed"; each item carries its own message.
                 messages.extend(item["msg"] for item in res.get("results", []) if item.get("msg"))
         return messages
+
+    def ok_tasks(self, action):
+        """(host, task name) of every successful result of a task whose module is `action`."""
+        return [(e["event_data"]["host"], e["event_data"]["task"]) for e in self.events
+                if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task_action") == action]
 
     def module_results(self, action):
         """Results of every task whose module is `action` (FQCN), as (host, result)."""
@@ -116,7 +122,8 @@ class SimulatedRack:
         self.simrack("down", check=False)
 
     def ssh(self, tray, *command):
-        return self.simrack("ssh", tray, *command, check=False)
+        """Run a command (argument list) on a tray; ssh hands the remote shell one quoted string."""
+        return self.simrack("ssh", tray, shlex.join(command), check=False)
 
     def tray(self, rack, index):
         return "rack%d-tray%02d" % (rack, index)

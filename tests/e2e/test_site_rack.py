@@ -78,7 +78,8 @@ def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_
     statuses = real.module_results("rackscale.imex.imex_status")
     assert statuses and all(res.get("domain_state") for _, res in statuses)
     # One status read per domain for the whole validation, from the domain's first tray.
-    validators = sorted(host for host, res in statuses if res.get("invocation", {}).get("module_args", {}).get("wait"))
+    validators = sorted(host for host, task in real.ok_tasks("rackscale.imex.imex_status")
+                        if task == "Wait for each domain to become healthy, from its first tray")
     assert validators == ["rack1-tray01", "rack2-tray01"]
 
 
