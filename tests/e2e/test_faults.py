@@ -1,0 +1,233 @@
+"""Faults on a simulated bed of two racks: each is detected and named, the other rack is left
+alone, nothing is half-written, and once the cause is gone the next site.yml run converges.
+
+Every test starts from a converged bed (the `converged` fixture re-runs site.yml when a test
+left it otherwise) and heals what it broke, even when it fails.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+import pytest
+
+from conftest import requires_rack, run_playbook
+
+pytestmark = requires_rack
+RACK_SHAPE = (2, 3)
+RACK1 = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+RACK2 = ["rack2-tray01", "rack2-tray02", "rack2-tray03"]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("reports"))
+
+
+@pytest.fixture(scope="module")
+def bed(simulated_rack, reports):
+    """The bed, converged once; every test leaves it converged and healthy again."""
+    run = site(simulated_rack, reports)
+    assert run.rc == 0, run.stdout[-5000:]
+    return simulated_rack
+
+
+def site(rack, reports, check=False, **extravars):
+    return run_playbook("site.yml", rack.inventory, check=check,
+                        extravars=dict({"imex_report_dir": reports, "imex_validate_timeout_s": 60}, **extravars))
+
+
+def validate(rack, reports, timeout=5, **extravars):
+    """validate.yml; a short wait by default, since the fault under test is already in effect."""
+    return run_playbook("validate.yml", rack.inventory,
+                        extravars=dict({"imex_report_dir": reports, "imex_validate_timeout_s": timeout,
+                                        "imex_ctl_timeout_s": 10}, **extravars))
+
+
+def report(reports, domain):
+    with open(os.path.join(reports, domain + ".json")) as handle:
+        return json.load(handle)
+
+
+def start_times(rack, trays):
+    return {tray: rack.ssh(tray, "systemctl", "show", "-p", "ExecMainStartTimestampMonotonic", "nvidia-imex").stdout
+            for tray in trays}
+
+
+def messages(run):
+    return "\n".join(run.failure_messages())
+
+
+@contextlib.contextmanager
+def fault(rack, kind, *trays, inject=(), heal=(), healed=True):
+    """Inject a fault on trays (with extra arguments `inject`); heal it on the way out."""
+    rack.simrack("fault", kind, *trays, *inject)
+    try:
+        yield
+    finally:
+        if healed:
+            rack.simrack("fault", "heal", kind, *trays, *heal)
+
+
+def converges(rack, reports):
+    run = site(rack, reports)
+    assert run.rc == 0, run.stdout[-5000:]
+    assert report(reports, "rack1")["verdict"] == "healthy"
+    return run
+
+
+def test_dead_daemon_is_named_and_the_next_run_starts_it(bed, reports):
+    with fault(bed, "daemon-kill", "rack1-tray02", inject=["--no-restart"]):
+        run = validate(bed, reports)
+        assert run.rc != 0
+        assert "node 1 (198.18.1.12)" in messages(run) and "UNAVAILABLE" in messages(run)
+        assert report(reports, "rack1")["verdict"] == "unhealthy"
+        assert report(reports, "rack2")["verdict"] == "healthy"
+        rack2_before = start_times(bed, RACK2)
+        run = converges(bed, reports)
+        assert run.changed_hosts() == ["rack1-tray02"]   # only the dead daemon was started
+        assert start_times(bed, RACK2) == rack2_before
+
+
+def test_daemon_failing_to_start_fails_the_run_naming_the_tray(bed, reports):
+    with fault(bed, "fail-start", "rack1-tray03"):
+        run = site(bed, reports)
+        assert run.rc != 0
+        failed = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_failed"}
+        assert "rack1-tray03" in failed or "rack1-tray03" in messages(run), messages(run)
+    converges(bed, reports)
+
+
+def test_unreachable_tray_stops_the_run_before_any_change(bed, reports):
+    with fault(bed, "ssh-block", "rack1-tray03"):
+        before = start_times(bed, RACK1[:2] + RACK2)
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        assert run.rc != 0
+        unreachable = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"}
+        assert unreachable == {"rack1-tray03"}
+        assert run.changed_hosts() == []
+        assert start_times(bed, RACK1[:2] + RACK2) == before
+    converges(bed, reports)
+
+
+def test_cut_link_names_the_pair_and_heals(bed, reports):
+    # Cut between the two trays that are not the observer (rack1-tray01 reads the matrix).
+    with fault(bed, "link-cut", "rack1-tray02", "rack1-tray03"):
+        run = validate(bed, reports)
+        assert run.rc != 0
+        text = messages(run)
+        assert "pair 1 (198.18.1.12, rack1-tray02) -> 2 (198.18.1.13, rack1-tray03): RECOVERING" in text, text
+        pairs = report(reports, "rack1")["status"]["broken_pairs"]
+        assert {(p["from_index"], p["to_index"]) for p in pairs} == {(1, 2), (2, 1)}
+    assert validate(bed, reports, timeout=60).rc == 0
+
+
+def test_tolerated_broken_pairs_are_reported_not_silent(bed, reports):
+    with fault(bed, "link-cut", "rack1-tray02", "rack1-tray03"):
+        run = validate(bed, reports, imex_allowed_broken_pairs=2)
+        assert run.rc == 0, run.stdout[-4000:]
+        verdict = report(reports, "rack1")
+        assert verdict["verdict"] == "tolerated"
+        assert "2 broken pair(s) tolerated (allowed 2)" in verdict["problems"][0]
+        assert "tolerated" in run.stdout
+    assert validate(bed, reports, timeout=60).rc == 0
+
+
+def test_blocked_command_port_shows_the_node_unavailable(bed, reports):
+    with fault(bed, "cmd-port-block", "rack1-tray03"):
+        run = validate(bed, reports)
+        assert run.rc != 0
+        assert "node 2 (198.18.1.13)" in messages(run) and "UNAVAILABLE" in messages(run)
+    assert validate(bed, reports, timeout=60).rc == 0
+
+
+def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports):
+    with fault(bed, "nodelist-edit", "rack1-tray02", inject=["--restart"], healed=False):
+        run = validate(bed, reports)
+        assert run.rc != 0
+        assert "!M!" in messages(run) or "NODE_MAP_MISMATCH" in messages(run), messages(run)
+        rack2_before = start_times(bed, RACK2)
+        run = converges(bed, reports)
+        assert set(run.changed_hosts()) == set(RACK1)     # rewritten on one tray, all of rack1 restarted
+        assert start_times(bed, RACK2) == rack2_before
+
+
+def test_other_imex_version_is_named(bed, reports):
+    with fault(bed, "version", "rack1-tray03", inject=["580.105.08", "--restart"], heal=["--restart"]):
+        run = validate(bed, reports)
+        assert run.rc != 0
+        assert "versions differ" in messages(run) and "580.105.08 on node 2" in messages(run), messages(run)
+    converges(bed, reports)
+
+
+@pytest.mark.parametrize("kind,reason", [("etc-readonly", "Read-only file system"), ("disk-full", "No space left")])
+def test_failed_write_keeps_the_old_file_and_touches_no_other_rack(bed, reports, kind, reason):
+    config = "/etc/nvidia-imex/config.cfg"
+    before = bed.ssh("rack1-tray02", "sha256sum", config).stdout
+    rack2_before = start_times(bed, RACK2)
+    with fault(bed, kind, "rack1-tray02"):
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        assert run.rc != 0
+        assert reason in messages(run) and config in messages(run), messages(run)
+        assert bed.ssh("rack1-tray02", "sha256sum", config).stdout == before
+        # Nothing half-written: no temporary file and no partial backup beside the intact original
+        # (the new content is written first, so a failing file system stops the write before
+        # any backup copy; a backup is taken only when a replace goes ahead).
+        listing = bed.ssh("rack1-tray02", "ls", "-A", "/etc/nvidia-imex").stdout.split()
+        assert sorted(listing) == ["config.cfg", "nodes_config.cfg"], listing
+    assert start_times(bed, RACK2) == rack2_before
+    converges(bed, reports)
+
+
+def test_hung_ctl_is_bounded_and_reported(bed, reports):
+    with fault(bed, "ctl-hang", "rack1-tray01"):
+        run = validate(bed, reports, timeout=1, imex_ctl_timeout_s=3)
+        assert run.rc != 0
+        assert "did not answer" in messages(run), messages(run)
+
+
+@pytest.mark.parametrize("change,expected", [
+    (["clique_id=7"], "domain rack1 spans several NVLink partitions"),
+    (["state=In Progress"], "rack1-tray02"),
+])
+def test_fabric_disagreeing_with_the_inventory_is_refused_before_changes(bed, reports, change, expected):
+    with fault(bed, "fabric", "rack1-tray02", inject=change):
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        assert run.rc != 0
+        assert expected in messages(run), messages(run)
+        assert "nothing was changed" in messages(run)
+        assert run.changed_hosts() == []
+
+
+def test_second_concurrent_run_fails_clearly(bed, reports):
+    lock = '{"owner": "other-run", "since": 1893456000, "hostname": "controller-b"}'
+    bed.ssh("rack1-tray01", "sh", "-c", "echo '%s' > /run/lock/rackscale-imex.lock" % lock)
+    try:
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        assert run.rc != 0
+        assert "locked by other-run" in messages(run), messages(run)
+        assert run.changed_hosts() == []
+    finally:
+        bed.ssh("rack1-tray01", "rm", "-f", "/run/lock/rackscale-imex.lock")
+    converges(bed, reports)
+
+
+def test_limit_to_part_of_a_domain_refuses_a_node_list_change(bed, reports, tmp_path):
+    import yaml
+    with open(bed.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    rack1 = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
+    rack1["rack1-tray03"]["imex_node_index"] = 0
+    rack1["rack1-tray01"]["imex_node_index"] = 1
+    rack1["rack1-tray02"]["imex_node_index"] = 2
+    path = tmp_path / "reordered.yml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    before = bed.ssh("rack1-tray01", "sha256sum", "/etc/nvidia-imex/nodes_config.cfg").stdout
+    run = run_playbook("site.yml", str(path), limit="rack1-tray01", extravars={"imex_report_dir": reports})
+    assert run.rc != 0
+    assert "tray rack1-tray01 needs a new node list" in messages(run), messages(run)
+    assert "leaves out rack1-tray03, rack1-tray02." in messages(run)   # in node order
+    # Only the check-mode prediction reports "changed"; the file itself is untouched.
+    assert {task for _, task in run.changed_tasks()} == {"Predict a node list change on a domain only partly in this run"}
+    assert bed.ssh("rack1-tray01", "sha256sum", "/etc/nvidia-imex/nodes_config.cfg").stdout == before
