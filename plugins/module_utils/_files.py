@@ -14,6 +14,7 @@ it to ``fail_json`` unchanged.
 from __future__ import annotations
 
 import errno
+import glob
 import grp
 import os
 import pwd
@@ -308,6 +309,10 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
             result["backup_file"] = module.backup_local(target) or None
         except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
             _discard(tmp_path)
+            # backup_local names its copy <target>.<pid>.<time>~; one that failed half way (disk
+            # full) would be left empty or truncated, so this process's copies are removed.
+            for partial in glob.glob("%s.%d.*~" % (glob.escape(target), os.getpid())):
+                _discard(partial)
             reason = exc.__cause__ if exc.__cause__ is not None else exc
             raise FileOpError("cannot back up %s before replacing it: %s" % (path, reason)) from exc
     try:

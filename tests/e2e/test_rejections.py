@@ -71,9 +71,9 @@ CASES = {
         inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "tray1.example"}}}),
         {"imex_driver_version": "570.148.08"}, ["tray1.example", "570.158.01", "t1"]),
     "unknown config key": (
-        inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_TURBO": "1"}}, ["imex_settings:", "IMEX_TURBO"]),
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_TURBO": "1"}}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "IMEX_TURBO"]),
     "config value out of range": (
-        inventory(rack1=rack("a", 2)), {"imex_settings": {"LOG_LEVEL": "9"}}, ["imex_settings:", "LOG_LEVEL", "9"]),
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"LOG_LEVEL": "9"}}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "LOG_LEVEL", "9"]),
     "config enum out of range": (
         inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_WAIT_FOR_QUORUM": "SOMETIMES"}},
         ["IMEX_WAIT_FOR_QUORUM", "SOMETIMES"]),
@@ -102,7 +102,7 @@ CASES = {
         {"all": {"children": {"racks": {"children": {"rack1": rack("a", 2)}}}}}, {},
         ["group imex_domains is missing or holds no trays"]),
     "port out of range": (
-        inventory(rack1=rack("a", 2)), {"imex_cmd_port": 70000}, ["imex_settings:", "IMEX_CMD_PORT", "70000"]),
+        inventory(rack1=rack("a", 2)), {"imex_cmd_port": 70000}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "IMEX_CMD_PORT", "70000"]),
     "one port for both services": (
         inventory(rack1=rack("a", 2)), {"imex_cmd_port": 50000}, ["imex_server_port and imex_cmd_port are both 50000"]),
     "TLS without its files": (

@@ -286,3 +286,21 @@ def test_ensure_directory_file_in_the_way(make_module, tmp_path):
     _write(tmp_path / "etc", b"")
     with pytest.raises(FileOpError, match="%s exists but is not a directory" % (tmp_path / "etc")):
         ensure_directory(make_module(), str(tmp_path / "etc" / "nvidia-imex"))
+
+
+def test_failed_backup_leaves_no_partial_copy_and_keeps_the_old_file(make_module, tmp_path, monkeypatch):
+    target = tmp_path / "config.cfg"
+    _write(str(target), b"old\n")
+    module = make_module()
+
+    def backup_that_runs_out_of_space(path):
+        # What backup_local does on a full disk: the copy is created, then the write fails.
+        partial = "%s.%d.2026-11-22@10:00:00~" % (path, os.getpid())
+        open(partial, "wb").close()
+        raise Exception("Could not make backup of %s to %s" % (path, partial)) from OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module, "backup_local", backup_that_runs_out_of_space)
+    with pytest.raises(FileOpError, match="cannot back up .*config.cfg before replacing it: .*No space left on device"):
+        replace_file(module, str(target), b"new\n", backup=True)
+    assert sorted(os.listdir(tmp_path)) == ["config.cfg"]
+    assert target.read_bytes() == b"old\n"
