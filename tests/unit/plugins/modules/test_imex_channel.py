@@ -1,14 +1,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import json
+import functools
 import os
 import shutil
 import stat
 
 import pytest
-from ansible.module_utils import _internal as ansible_internal
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import DROPIN_CONTENT
 from ansible_collections.rackscale.imex.plugins.modules import imex_channel
@@ -17,20 +15,8 @@ SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "files"
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    # Other tests in the same process may import controller code, which flips this flag and makes
-    # module.warn() print on the controller instead of returning warnings in the result.
-    monkeypatch.setattr(ansible_internal, "is_controller", False)
-
-    def _run(args, check=False, diff=True):
-        module_args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-        with patch_module_args(module_args):
-            with pytest.raises(SystemExit) as exit_info:
-                imex_channel.main()
-        result = json.loads(capsys.readouterr().out)
-        result["_exit_code"] = exit_info.value.code
-        return result
-    return _run
+def run(run_module):
+    return functools.partial(run_module, imex_channel)
 
 
 @pytest.fixture

@@ -1,34 +1,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import os
 import socket
 import stat
 
 import pytest
-from ansible.module_utils import _internal as ansible_internal
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rackscale.imex.plugins.modules import imex_nodes_config
 
 
 @pytest.fixture
-def run(capsys, monkeypatch):
-    # Other tests in the same process may import controller code, which flips this flag and makes
-    # module.warn() print on the controller instead of returning warnings in the result.
-    monkeypatch.setattr(ansible_internal, "is_controller", False)
-
-    def _run(args, check=False, diff=True):
-        module_args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-        with patch_module_args(module_args):
-            with pytest.raises(SystemExit) as exit_info:
-                imex_nodes_config.main()
-        result = json.loads(capsys.readouterr().out)
-        result["_exit_code"] = exit_info.value.code
-        return result
-    return _run
+def run(run_module):
+    return functools.partial(run_module, imex_nodes_config)
 
 
 def remote_addresses(count):
