@@ -9,7 +9,6 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rackscale.imex.plugins.modules import imex_fabric_info
 
@@ -24,45 +23,27 @@ def sample(name):
         return handle.read()
 
 
-class ExitJson(Exception):
-    pass
+@pytest.fixture
+def run(run_module):
+    """run(args, answer, bins=None, check=False) -> (succeeded, result, the commands run) of one imex_fabric_info run."""
+    def _run(args, answer, bins=None, check=False):
+        bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT} if bins is None else bins
+        calls = []
+
+        def get_bin_path(self, name, required=False, opt_dirs=None):
+            return bins.get(name)
+
+        def run_command(self, cmd, **kwargs):
+            calls.append(list(cmd))
+            return answer
+
+        with mock.patch.multiple(basic.AnsibleModule, get_bin_path=get_bin_path, run_command=run_command):
+            result = run_module(imex_fabric_info, args, check=check)
+        return result['_exit_code'] == 0, result, calls
+    return _run
 
 
-class FailJson(Exception):
-    pass
-
-
-def _exit_json(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs['msg'] = msg
-    raise FailJson(kwargs)
-
-
-def run(args, answer, bins=None, warnings=None):
-    bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT} if bins is None else bins
-    warnings = [] if warnings is None else warnings
-    calls = []
-
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        return bins.get(name)
-
-    def run_command(self, cmd, **kwargs):
-        calls.append(list(cmd))
-        return answer
-
-    with patch_module_args(args), \
-            mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
-                                get_bin_path=get_bin_path, run_command=run_command,
-                                warn=lambda self, text: warnings.append(text)):
-        with pytest.raises((ExitJson, FailJson)) as caught:
-            imex_fabric_info.main()
-    return caught.type is ExitJson, caught.value.args[0], calls
-
-
-def test_registered_tray():
+def test_registered_tray(run):
     ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
     assert ok
     assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]
@@ -76,12 +57,12 @@ def test_registered_tray():
     assert 'warnings' not in result
 
 
-def test_check_mode_is_the_same():
-    ok, result, calls = run({'_ansible_check_mode': True}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+def test_check_mode_is_the_same(run):
+    ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''), check=True)
     assert ok and result['fabric_ok'] is True and len(calls) == 1
 
 
-def test_strict_fails_and_names_the_gpus():
+def test_strict_fails_and_names_the_gpus(run):
     ok, result, _calls = run({}, (0, sample('smi_q_580.95.09_insufficient_resources.txt'), ''))
     assert not ok
     assert result['msg'].startswith('GPU fabric not ready for IMEX: GPUs 0-3: fabric status is Insufficient '
@@ -91,7 +72,7 @@ def test_strict_fails_and_names_the_gpus():
     assert len(result['gpus']) == 4
 
 
-def test_not_strict_reports_without_failing():
+def test_not_strict_reports_without_failing(run):
     ok, result, _calls = run({'strict': False}, (0, sample('smi_q_580.95.09_clique_disagree.txt'), ''))
     assert ok
     assert result['fabric_ok'] is False
@@ -99,27 +80,26 @@ def test_not_strict_reports_without_failing():
     assert result['problems'][0].startswith('GPUs disagree on CliqueId: 32766 on GPUs 0-2, 2 on GPU 3')
 
 
-def test_health_summary_becomes_a_warning():
-    warnings = []
-    ok, result, _calls = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''), warnings=warnings)
+def test_health_summary_becomes_a_warning(run):
+    ok, result, _calls = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''))
     assert ok and result['fabric_ok'] is True
-    assert len(warnings) == 1 and warnings[0].startswith('GPUs 0-3: fabric health is Unhealthy')
+    assert len(result['_warnings']) == 1 and result['_warnings'][0].startswith('GPUs 0-3: fabric health is Unhealthy')
 
 
-def test_explicit_path_and_no_timeout_binary():
+def test_explicit_path_and_no_timeout_binary(run):
     ok, result, calls = run({'nvidia_smi': '/opt/nvidia/bin/nvidia-smi'},
                             (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''), bins={})
     assert ok
     assert calls == [['/opt/nvidia/bin/nvidia-smi', '-q']]
 
 
-def test_nvidia_smi_missing():
+def test_nvidia_smi_missing(run):
     ok, result, calls = run({}, (0, '', ''), bins={'timeout': TIMEOUT})
     assert not ok and result['msg'].startswith('nvidia-smi not found')
     assert calls == []
 
 
-def test_nvidia_smi_fails():
+def test_nvidia_smi_fails(run):
     message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
     ok, result, _calls = run({}, (9, message, ''))
     assert not ok
@@ -127,12 +107,12 @@ def test_nvidia_smi_fails():
     assert result['rc'] == 9
 
 
-def test_nvidia_smi_hangs():
+def test_nvidia_smi_hangs(run):
     ok, result, _calls = run({}, (124, '', ''))
     assert not ok and result['msg'] == '%s -q did not finish within 120 s and was stopped' % SMI
 
 
-def test_unreadable_output_carries_raw():
+def test_unreadable_output_carries_raw(run):
     text = 'something unexpected\n'
     ok, result, _calls = run({}, (0, text, ''))
     assert not ok

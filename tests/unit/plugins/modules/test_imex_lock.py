@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -8,9 +9,6 @@ import stat
 import time
 
 import pytest
-from ansible.module_utils import _internal as ansible_internal
-from ansible.module_utils.common import warnings as ansible_warnings
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _lock
 from ansible_collections.rackscale.imex.plugins.modules import imex_lock
@@ -49,22 +47,9 @@ def clock(monkeypatch):
 
 
 @pytest.fixture
-def run(capsys, monkeypatch, clock):
-    # Other tests in the same process may import controller code, which flips this flag and makes
-    # module.warn() print on the controller instead of returning warnings in the result.
-    monkeypatch.setattr(ansible_internal, "is_controller", False)
-
-    def _run(args, check=False):
-        # Warnings are collected process-wide; start every run with none.
-        monkeypatch.setattr(ansible_warnings, "_global_warnings", {})
-        module_args = dict(args, _ansible_check_mode=check)
-        with patch_module_args(module_args):
-            with pytest.raises(SystemExit) as exit_info:
-                imex_lock.main()
-        result = json.loads(capsys.readouterr().out)
-        result["_exit_code"] = exit_info.value.code
-        return result
-    return _run
+def run(run_module, clock):
+    """run(args, check=False) -> the imex_lock result; every run reads the fake clock."""
+    return functools.partial(run_module, imex_lock)
 
 
 @pytest.fixture
@@ -77,10 +62,6 @@ def hold(path, owner=OTHER, since=T0 - 120, hostname="rack1-tray01"):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"owner": owner, "since": since, "since_utc": _lock.utc_text(since),
                                 "hostname": hostname}) + "\n")
-
-
-def warning_texts(result):
-    return [entry["event"]["msg"] if isinstance(entry, dict) else entry for entry in result.get("warnings", [])]
 
 
 def snapshot(path):
@@ -167,7 +148,7 @@ def test_stale_lock_is_taken_over(run, path):
     assert (result["holder"], result["since"]) == (OTHER, T0 - 3601)
     assert json.loads(path.read_text())["owner"] == ME
     assert result["lock"]["owner"] == ME and result["lock"]["since"] == T0
-    assert warning_texts(result) == [
+    assert result["_warnings"] == [
         "%s: took over the abandoned lock of %s taken 2025-01-31 10:59:59 UTC (older than stale_after=3600 s); "
         "that run is assumed to have crashed" % (path, OTHER)]
 
@@ -256,7 +237,7 @@ def test_check_mode_never_touches_the_file(run, path, clock):
     clock.now += 7200
     stale = run(dict(path=str(path), owner=ME), check=True)
     assert stale["_exit_code"] == 0 and stale["changed"] is True and stale["took_over"] is True
-    assert [text.split(" the abandoned")[0] for text in warning_texts(stale)] == ["%s: would take over" % path]
+    assert [text.split(" the abandoned")[0] for text in stale["_warnings"]] == ["%s: would take over" % path]
     mine = run(dict(path=str(path), owner=OTHER, state="absent"), check=True)
     assert mine["_exit_code"] == 0 and mine["changed"] is True
     assert snapshot(path) == before

@@ -9,7 +9,6 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rackscale.imex.plugins.modules import imex_status
 
@@ -23,23 +22,6 @@ ERROR_14 = 'Query Status returned error code: 14\n'
 def sample(name):
     with open(os.path.join(SAMPLES, name)) as handle:
         return handle.read()
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def _exit_json(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _fail_json(self, msg, **kwargs):
-    kwargs['msg'] = msg
-    raise FailJson(kwargs)
 
 
 class FakeCtl:
@@ -92,27 +74,26 @@ def config(tmp_path):
     return str(path)
 
 
-def run(args, ctl, bins=None, clock=None, warnings=None):
-    bins = {'nvidia-imex-ctl': CTL, 'timeout': TIMEOUT} if bins is None else bins
-    clock = clock or FakeClock()
-    warnings = [] if warnings is None else warnings
+@pytest.fixture
+def run(run_module):
+    """run(args, ctl, bins=None, clock=None, check=False) -> (succeeded, result) of one imex_status run."""
+    def _run(args, ctl, bins=None, clock=None, check=False):
+        bins = {'nvidia-imex-ctl': CTL, 'timeout': TIMEOUT} if bins is None else bins
+        clock = clock or FakeClock()
 
-    def get_bin_path(self, name, required=False, opt_dirs=None):
-        return bins.get(name)
+        def get_bin_path(self, name, required=False, opt_dirs=None):
+            return bins.get(name)
 
-    with patch_module_args(args), \
-            mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json,
-                                get_bin_path=get_bin_path, run_command=mock.DEFAULT,
-                                warn=lambda self, text: warnings.append(text)) as patched, \
-            mock.patch.object(imex_status.time, 'monotonic', clock.monotonic), \
-            mock.patch.object(imex_status.time, 'sleep', clock.sleep):
-        patched['run_command'].side_effect = ctl
-        with pytest.raises((ExitJson, FailJson)) as caught:
-            imex_status.main()
-    return caught.type is ExitJson, caught.value.args[0]
+        with mock.patch.multiple(basic.AnsibleModule, get_bin_path=get_bin_path, run_command=mock.DEFAULT) as patched, \
+                mock.patch.object(imex_status.time, 'monotonic', clock.monotonic), \
+                mock.patch.object(imex_status.time, 'sleep', clock.sleep):
+            patched['run_command'].side_effect = ctl
+            result = run_module(imex_status, args, check=check)
+        return result['_exit_code'] == 0, result
+    return _run
 
 
-def test_healthy_json_domain(config):
+def test_healthy_json_domain(run, config):
     ctl = FakeCtl(json=(0, sample('N_json_580.95.09_up_18nodes_compact.json'), ''))
     ok, result = run({'config': config}, ctl)
     assert ok
@@ -131,14 +112,14 @@ def test_healthy_json_domain(config):
     ]
 
 
-def test_check_mode_reports_the_same(config):
+def test_check_mode_reports_the_same(run, config):
     ctl = FakeCtl(json=(0, sample('N_json_570.172.08_up_2nodes.json'), ''))
-    ok, result = run({'config': config, '_ansible_check_mode': True}, ctl)
+    ok, result = run({'config': config}, ctl, check=True)
     assert ok and result['healthy'] is True and result['changed'] is False
     assert len(ctl.calls) == 2
 
 
-def test_text_fallback_when_json_is_not_supported(config):
+def test_text_fallback_when_json_is_not_supported(run, config):
     ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_570.00_up_18nodes.txt'), ''))
     ok, result = run({'config': config, 'command_timeout': 12}, ctl)
     assert ok
@@ -148,7 +129,7 @@ def test_text_fallback_when_json_is_not_supported(config):
     assert ctl.calls[1][:4] == [TIMEOUT, '-k', '5', '12']
 
 
-def test_text_printed_despite_dash_j_is_parsed_without_a_second_call(config):
+def test_text_printed_despite_dash_j_is_parsed_without_a_second_call(run, config):
     ctl = FakeCtl(json=(0, sample('N_570.172_up_18nodes.txt'), ''))
     ok, result = run({'config': config, 'query_local': False}, ctl)
     assert ok and result['source'] == 'text' and result['healthy'] is True
@@ -156,7 +137,7 @@ def test_text_printed_despite_dash_j_is_parsed_without_a_second_call(config):
     assert ctl.flags() == [['-c', config, '-N', '-j']]
 
 
-def test_hostnames_adds_dash_H(config):
+def test_hostnames_adds_dash_H(run, config):
     ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_H_580.173.02_3nodes_degraded.txt'), ''))
     ok, result = run({'config': config, 'hostnames': True, 'query_local': False}, ctl)
     assert ok
@@ -165,7 +146,7 @@ def test_hostnames_adds_dash_H(config):
     assert result['healthy'] is False
 
 
-def test_hung_ctl_is_named_with_its_timeout(config):
+def test_hung_ctl_is_named_with_its_timeout(run, config):
     ctl = FakeCtl(json=(124, '', ''), query=(0, 'READY\n', ''))
     ok, result = run({'config': config}, ctl)
     assert not ok
@@ -176,7 +157,7 @@ def test_hung_ctl_is_named_with_its_timeout(config):
     assert ctl.flags() == [['-c', config, '-q'], ['-c', config, '-N', '-j']]
 
 
-def test_hung_query_is_a_problem_not_a_crash(config):
+def test_hung_query_is_a_problem_not_a_crash(run, config):
     ctl = FakeCtl(json=(0, sample('N_json_570.172.08_up_2nodes.json'), ''), query=(124, '', ''))
     ok, result = run({'config': config}, ctl)
     assert ok
@@ -185,7 +166,7 @@ def test_hung_query_is_a_problem_not_a_crash(config):
     assert 'did not answer within 30 s' in result['problems'][0]
 
 
-def test_daemon_down_fails_with_the_tool_output(config):
+def test_daemon_down_fails_with_the_tool_output(run, config):
     ctl = FakeCtl(json=(1, '', 'connection refused to 127.0.0.1:50005\n'),
                   text=(1, '', 'connection refused to 127.0.0.1:50005\n'), query=(1, ERROR_14, ''))
     ok, result = run({'config': config}, ctl)
@@ -196,7 +177,7 @@ def test_daemon_down_fails_with_the_tool_output(config):
     assert result['stderr'] == 'connection refused to 127.0.0.1:50005\n'
 
 
-def test_unparseable_output_fails_with_raw(config):
+def test_unparseable_output_fails_with_raw(run, config):
     garbage = 'Segmentation fault\n'
     ctl = FakeCtl(json=(0, garbage, ''), text=(0, garbage, ''))
     ok, result = run({'config': config, 'query_local': False}, ctl)
@@ -205,7 +186,7 @@ def test_unparseable_output_fails_with_raw(config):
     assert result['msg'].startswith('cannot read the output of %s -c %s -N: ' % (CTL, config))
 
 
-def test_local_query_error_14(config):
+def test_local_query_error_14(run, config):
     ctl = FakeCtl(json=(0, sample('N_json_570.172.08_up_2nodes.json'), ''), query=(1, ERROR_14, ''))
     ok, result = run({'config': config}, ctl)
     assert ok
@@ -216,7 +197,7 @@ def test_local_query_error_14(config):
         'Query Status returned error code: 14' % (CTL, config)]
 
 
-def test_fail_unhealthy_lists_every_problem(config):
+def test_fail_unhealthy_lists_every_problem(run, config):
     ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_580.95.09_node5_unavailable.txt'), ''))
     ok, result = run({'config': config, 'fail_unhealthy': True}, ctl)
     assert not ok
@@ -229,24 +210,23 @@ def test_fail_unhealthy_lists_every_problem(config):
     assert len(result['broken_pairs']) == 35
 
 
-def test_unhealthy_without_fail_unhealthy_succeeds(config):
+def test_unhealthy_without_fail_unhealthy_succeeds(run, config):
     ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_580.95.09_pair_3_7_recovering.txt'), ''))
-    warnings = []
-    ok, result = run({'config': config}, ctl, warnings=warnings)
+    ok, result = run({'config': config}, ctl)
     assert ok and result['healthy'] is False
     assert 'pair 3 (198.18.1.14) -> 7 (198.18.1.18): R (recovering: connection lost, cleanup not yet triggered)' \
         in result['problems']
-    assert warnings == []
+    assert result['_warnings'] == []
 
 
-def test_expected_nodes_are_compared(config):
+def test_expected_nodes_are_compared(run, config):
     ctl = FakeCtl(json=(0, sample('N_json_570.172.08_up_2nodes.json'), ''))
     ok, result = run({'config': config, 'expected_nodes': ['192.168.103.159']}, ctl)
     assert ok and result['healthy'] is False
     assert result['problems'] == ['node list differs from the expected list: unexpected 192.168.107.187 (node 1)']
 
 
-def test_wait_polls_through_ctl_failures_until_healthy(config):
+def test_wait_polls_through_ctl_failures_until_healthy(run, config):
     ctl = FakeCtl(json=[(1, '', 'connection refused\n'), (0, sample('N_580.95.09_degraded_3of18.txt'), ''),
                         (0, sample('N_json_580.95.09_up_18nodes_compact.json'), '')],
                   text=[(1, '', 'connection refused\n')],
@@ -261,7 +241,7 @@ def test_wait_polls_through_ctl_failures_until_healthy(config):
     assert result['source'] == 'json'
 
 
-def test_wait_timeout_with_fail_unhealthy(config):
+def test_wait_timeout_with_fail_unhealthy(run, config):
     ctl = FakeCtl(json=[(0, sample('N_json_580.95.09_degraded_sparse_tabs.json'), '')])
     clock = FakeClock()
     ok, result = run({'config': config, 'wait': True, 'interval': 10, 'timeout': 25, 'fail_unhealthy': True},
@@ -273,16 +253,15 @@ def test_wait_timeout_with_fail_unhealthy(config):
     assert 'node 12 (198.18.1.23) is UNAVAILABLE' in result['msg']
 
 
-def test_wait_timeout_without_fail_unhealthy_warns(config):
+def test_wait_timeout_without_fail_unhealthy_warns(run, config):
     ctl = FakeCtl(json=[(0, sample('N_json_unconfigured_down.json'), '')])
-    warnings = []
-    ok, result = run({'config': config, 'wait': True, 'interval': 5, 'timeout': 5}, ctl, warnings=warnings)
+    ok, result = run({'config': config, 'wait': True, 'interval': 5, 'timeout': 5}, ctl)
     assert ok and result['healthy'] is False
     assert result['attempts'] == 2
-    assert len(warnings) == 1 and 'domain state is DOWN, not UP' in warnings[0]
+    assert len(result['_warnings']) == 1 and 'domain state is DOWN, not UP' in result['_warnings'][0]
 
 
-def test_wait_timeout_while_ctl_keeps_failing(config):
+def test_wait_timeout_while_ctl_keeps_failing(run, config):
     ctl = FakeCtl(json=[(124, '', '')])
     ok, result = run({'config': config, 'wait': True, 'interval': 30, 'timeout': 60, 'query_local': False}, ctl)
     assert not ok
@@ -295,12 +274,12 @@ def test_wait_timeout_while_ctl_keeps_failing(config):
     ({'timeout': TIMEOUT}, 'nvidia-imex-ctl not found'),
     ({'nvidia-imex-ctl': CTL}, 'coreutils timeout not found'),
 ])
-def test_missing_binaries(config, bins, message):
+def test_missing_binaries(run, config, bins, message):
     ok, result = run({'config': config}, FakeCtl(), bins=bins)
     assert not ok and result['msg'].startswith(message)
 
 
-def test_missing_config_file(tmp_path):
+def test_missing_config_file(run, tmp_path):
     missing = str(tmp_path / 'nope.cfg')
     ok, result = run({'config': missing}, FakeCtl())
     assert not ok
@@ -308,6 +287,6 @@ def test_missing_config_file(tmp_path):
 
 
 @pytest.mark.parametrize('name, value', [('interval', 0), ('command_timeout', 0), ('timeout', -1)])
-def test_bad_numbers(config, name, value):
+def test_bad_numbers(run, config, name, value):
     ok, result = run({'config': config, name: value}, FakeCtl())
     assert not ok and result['msg'].startswith('%s must be at least' % name)
