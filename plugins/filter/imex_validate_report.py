@@ -6,10 +6,10 @@ from __future__ import annotations
 from ansible_collections.rackscale.imex.plugins.module_utils._report import domain_report
 
 
-def imex_validate_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0, compare_files=True):
+def imex_validate_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0):
     """See plugins/filter/imex_validate_report.yml."""
     return domain_report(domain_name, model, hostvars, list(play_hosts),
-                         allowed_broken_pairs=int(allowed_broken_pairs), compare_files=bool(compare_files))
+                         allowed_broken_pairs=int(allowed_broken_pairs))
 
 
 class FilterModule:

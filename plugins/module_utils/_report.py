@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 
-def domain_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0, compare_files=True,
-                  status_var="imex_validate_status", file_var="imex_validate_file"):
-    """Return {domain, verdict, ok, message, leader, status, trays_not_in_run, file_problems}.
+def domain_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0,
+                  status_var="imex_validate_status"):
+    """Return {domain, verdict, ok, message, problems, leader, expected_nodes, status, trays_not_in_run}.
 
     verdict is healthy, tolerated (only broken pairs, at most allowed_broken_pairs, reported),
     unhealthy, or unknown (the status could not be read at all).
+
+    Only the running domain is judged: the daemons compare their node maps themselves (!M!) and
+    imex_status compares the leader's list with the inventory. A node list file edited on disk
+    whose daemon has not restarted yet is drift for ``site.yml --check --diff`` to show.
     """
     domain = model["domains"][domain_name]
     hosts = [node["host"] for node in domain["nodes"]]
@@ -20,25 +24,24 @@ def domain_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs
         "expected_nodes": list(domain["addresses"]),
         "leader": in_run[0] if in_run else None,
         "trays_not_in_run": [host for host in hosts if host not in play_hosts],
-        "file_problems": _file_problems(in_run, hostvars, file_var) if compare_files else [],
     }
     status = dict(hostvars[report["leader"]].get(status_var) or {}) if report["leader"] else {}
     report["status"] = {key: status.get(key) for key in (
         "domain_state", "local_state", "healthy", "nodes", "broken_pairs", "problems", "source", "elapsed")}
-    problems = list(report["file_problems"])
+    problems = []
     if "domain_state" not in status:
         report["verdict"] = "unknown"
-        problems.insert(0, "status could not be read from tray %s: %s"
-                        % (report["leader"], status.get("msg", "no result")))
-    elif status.get("healthy") and not problems:
+        problems = ["status could not be read from tray %s: %s"
+                    % (report["leader"], status.get("msg", "no result"))]
+    elif status.get("healthy"):
         report["verdict"] = "healthy"
-    elif not problems and _only_tolerated_pairs(status, allowed_broken_pairs):
+    elif _only_tolerated_pairs(status, allowed_broken_pairs):
         report["verdict"] = "tolerated"
         problems = ["%d broken pair(s) tolerated (allowed %d): %s" % (
             len(status["broken_pairs"]), allowed_broken_pairs, "; ".join(status.get("problems") or []))]
     else:
         report["verdict"] = "unhealthy"
-        problems = list(status.get("problems") or []) + problems
+        problems = list(status.get("problems") or [])
     report["ok"] = report["verdict"] in ("healthy", "tolerated")
     report["problems"] = problems
     state = status.get("domain_state", "UNKNOWN")
@@ -57,19 +60,3 @@ def _only_tolerated_pairs(status, allowed_broken_pairs):
     versions = set(node.get("version") for node in nodes)
     return (0 < len(pairs) <= allowed_broken_pairs and len(versions) == 1
             and all(node.get("status") == "READY" for node in nodes))
-
-
-def _file_problems(hosts, hostvars, file_var):
-    by_checksum = {}
-    problems = []
-    for host in hosts:
-        stat = (hostvars[host].get(file_var) or {}).get("stat") or {}
-        if not stat.get("exists"):
-            problems.append("tray %s has no node list file" % host)
-            continue
-        by_checksum.setdefault(stat.get("checksum"), []).append(host)
-    if len(by_checksum) > 1:
-        groups = sorted(by_checksum.items(), key=lambda item: -len(item[1]))
-        problems.append("node list files differ: " + "; ".join(
-            "%s on %s" % (checksum[:12], ", ".join(trays)) for checksum, trays in groups))
-    return problems
