@@ -39,10 +39,6 @@ options:
       - Keys are case-sensitive; a key differing only in case from a known one is reported.
     type: bool
     default: false
-  backup:
-    description: Keep a timestamped copy of the previous file when it changes.
-    type: bool
-    default: false
   create:
     description:
       - Create O(path) (mode 0644, parent directory 0755) when it is missing.
@@ -50,16 +46,8 @@ options:
         C(nvidia-imex) package; a missing file usually means the package is not installed.
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Can run in check mode and return an exact prediction of the changes without modifying the target.
-    support: full
-  diff_mode:
-    description: Returns the file content before and after.
-    support: full
-  idempotent:
-    description: A second run with the same options reports no change.
-    support: full
+extends_documentation_fragment:
+  - rackscale.imex._config_file
 seealso:
   - module: rackscale.imex.imex_nodes_config
   - name: IMEX configuration (NVIDIA IMEX guide)

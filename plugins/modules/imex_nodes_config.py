@@ -52,10 +52,6 @@ options:
       - Off by default so the list can be written before the node's address is configured.
     type: bool
     default: false
-  backup:
-    description: Keep a timestamped copy of the previous file when it changes.
-    type: bool
-    default: false
   owner:
     description: Owner (name or uid) of the file.
     type: str
@@ -68,16 +64,8 @@ options:
     description: Octal mode of the file.
     type: str
     default: '0644'
-attributes:
-  check_mode:
-    description: Can run in check mode and return an exact prediction of the changes without modifying the target.
-    support: full
-  diff_mode:
-    description: Returns the file content before and after.
-    support: full
-  idempotent:
-    description: A second run with the same options reports no change.
-    support: full
+extends_documentation_fragment:
+  - rackscale.imex._config_file
 notes:
   - An entry counts as local when a socket can be bound to it; with C(ip_nonlocal_bind) enabled
     every address binds, so RV(local_index) may then name the first entry.
