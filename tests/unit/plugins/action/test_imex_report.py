@@ -1,0 +1,234 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tests for the imex_report action (plugins/action/imex_report.py).
+
+Most tests run the action plugin in-process with a mocked task; one runs ansible-playbook under
+--check against a tray address where nothing listens, to prove that the reports are written in
+check mode, by the controller alone, exactly as the to_nice_json filter printed them before.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from unittest.mock import MagicMock
+
+import pytest
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.filter.core import to_nice_json
+
+import ansible_collections.rackscale.imex as collection
+from ansible_collections.rackscale.imex.plugins.action.imex_report import ActionModule
+
+REPORT = {
+    "domain": "rack1",
+    "verdict": "healthy",
+    "ok": True,
+    "message": "domain rack1: UP, 2 nodes READY, every pair connected",
+    "problems": [],
+    "leader": "rack1-tray01",
+    "expected_nodes": ["198.18.1.11", "198.18.1.12"],
+    "trays_not_in_run": [],
+    "status": {"domain_state": "UP", "healthy": True, "elapsed": 0.2, "nodes": [{"index": 0, "version": None}]},
+}
+
+
+def report(domain, **fields):
+    return dict(REPORT, domain=domain, **fields)
+
+
+def run_action(args, check_mode=False):
+    task = MagicMock(args=args, check_mode=check_mode, async_val=0, action="rackscale.imex.imex_report")
+    connection = MagicMock()
+    connection._shell.tmpdir = None
+    action = ActionModule(task, connection, MagicMock(), MagicMock(), MagicMock())
+    action._load_name = "rackscale.imex.imex_report"
+    return action.run(task_vars={})
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_writes_one_file_per_domain_as_to_nice_json_printed_it(tmp_path):
+    reports = [report("rack1"), report("rack2", verdict="unhealthy", ok=False, problems=["é", "node 1 down"])]
+
+    result = run_action({"dir": str(tmp_path), "reports": reports})
+
+    assert result == {"changed": False, "paths": [str(tmp_path / "rack1.json"), str(tmp_path / "rack2.json")]}
+    for item in reports:
+        text = (tmp_path / (item["domain"] + ".json")).read_text()
+        # What the role's copy task wrote: content "{{ item | to_nice_json }}\n".
+        assert text == to_nice_json(item) + "\n"
+        assert json.loads(text) == item
+    assert sorted(os.listdir(tmp_path)) == ["rack1.json", "rack2.json"]  # no temporary file left
+
+
+def test_creates_missing_directories_0755_and_files_0644_despite_the_umask(tmp_path):
+    target = tmp_path / "a" / "b"
+    old_umask = os.umask(0o077)
+    try:
+        result = run_action({"dir": str(target), "reports": [report("rack1")]})
+    finally:
+        os.umask(old_umask)
+    assert result["paths"] == [str(target / "rack1.json")]
+    assert mode_of(tmp_path / "a") == 0o755 and mode_of(target) == 0o755
+    assert mode_of(target / "rack1.json") == 0o644
+
+
+def test_existing_directory_and_file_modes_are_handled(tmp_path):
+    (tmp_path / "rack1.json").write_text("old\n")
+    os.chmod(tmp_path / "rack1.json", 0o600)
+    os.chmod(tmp_path, 0o700)
+
+    run_action({"dir": str(tmp_path), "reports": [report("rack1")]})
+
+    assert mode_of(tmp_path) == 0o700  # an existing directory is left as it is
+    assert mode_of(tmp_path / "rack1.json") == 0o644  # the report gets its documented mode
+    assert json.loads((tmp_path / "rack1.json").read_text()) == REPORT
+
+
+def test_rewriting_the_same_reports_gives_the_same_files_and_no_change(tmp_path):
+    args = {"dir": str(tmp_path), "reports": [report("rack1")]}
+    first = run_action(args)
+    content = (tmp_path / "rack1.json").read_bytes()
+    second = run_action(args)
+    assert first == second and second["changed"] is False
+    assert (tmp_path / "rack1.json").read_bytes() == content
+
+
+def test_check_mode_writes_the_reports_too(tmp_path):
+    result = run_action({"dir": str(tmp_path / "reports"), "reports": [report("rack1")]}, check_mode=True)
+    assert result["changed"] is False
+    assert json.loads((tmp_path / "reports" / "rack1.json").read_text()) == REPORT
+
+
+@pytest.mark.parametrize("failing", ["fsync", "replace"])
+def test_failed_write_keeps_the_old_report_and_leaves_no_temporary(tmp_path, monkeypatch, failing):
+    (tmp_path / "rack1.json").write_text("old rack1\n")
+    (tmp_path / "rack2.json").write_text("old rack2\n")
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, failing, boom)
+    result = run_action({"dir": str(tmp_path), "reports": [report("rack1"), report("rack2")]})
+
+    assert result["failed"] is True and result["changed"] is False
+    assert str(tmp_path / "rack1.json") in result["msg"] and "No space left on device" in result["msg"]
+    assert result["paths"] == []
+    assert (tmp_path / "rack1.json").read_text() == "old rack1\n"
+    assert (tmp_path / "rack2.json").read_text() == "old rack2\n"  # nothing after the failure
+    assert sorted(os.listdir(tmp_path)) == ["rack1.json", "rack2.json"]
+
+
+def test_failure_on_a_later_report_lists_the_files_already_written(tmp_path, monkeypatch):
+    real_replace = os.replace
+
+    def replace(source, target):
+        if target.endswith("rack2.json"):
+            raise OSError(13, "Permission denied")
+        return real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    result = run_action({"dir": str(tmp_path), "reports": [report("rack1"), report("rack2")]})
+
+    assert result["failed"] is True and "cannot replace %s" % (tmp_path / "rack2.json") in result["msg"]
+    assert result["paths"] == [str(tmp_path / "rack1.json")]
+    assert sorted(os.listdir(tmp_path)) == ["rack1.json"]
+
+
+def test_directory_in_the_way_of_a_file_is_named(tmp_path):
+    (tmp_path / "blocker").write_text("")
+    result = run_action({"dir": str(tmp_path / "blocker" / "reports"), "reports": [report("rack1")]})
+    assert result["failed"] is True
+    assert result["msg"] == "%s exists but is not a directory (needed for %s)" % (
+        tmp_path / "blocker", tmp_path / "blocker" / "reports")
+
+
+@pytest.mark.parametrize("domain,shown", [
+    ("", "''"), (".", "'.'"), ("..", "'..'"), ("../evil", "'../evil'"), ("a/b", "'a/b'"), ("/abs", "'/abs'"),
+    ("nul\0", "'nul\\x00'"), (7, "7"), (None, "None"),
+])
+def test_bad_domain_names_are_refused_before_any_write(tmp_path, domain, shown):
+    result = run_action({"dir": str(tmp_path), "reports": [report("rack1"), report(domain)]})
+    assert result["failed"] is True and result["paths"] == []
+    assert result["msg"] == ("reports[1]: domain %s cannot name a report file (it must be a non-empty string"
+                             " without '/', and not '.' or '..')" % shown)
+    assert os.listdir(tmp_path) == []
+
+
+def test_missing_and_repeated_domains_are_all_named(tmp_path):
+    no_domain = {key: value for key, value in REPORT.items() if key != "domain"}
+    result = run_action({"dir": str(tmp_path), "reports": [report("rack1"), no_domain, report("rack1")]})
+    assert result["failed"] is True
+    assert result["msg"] == "reports[1] has no domain key; reports[2]: domain 'rack1' has more than one report"
+    assert os.listdir(tmp_path) == []
+
+
+def test_data_that_is_not_json_is_named(tmp_path):
+    result = run_action({"dir": str(tmp_path), "reports": [report("rack1", status={1, 2})]})
+    assert result["failed"] is True
+    assert result["msg"].startswith("cannot write %s: the report is not JSON data: " % (tmp_path / "rack1.json"))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ({"reports": []}, "dir"),
+    ({"dir": "/tmp"}, "reports"),
+    ({"dir": "/tmp", "reports": ["rack1"]}, "reports"),
+])
+def test_bad_options_are_refused(args, fragment):
+    with pytest.raises(AnsibleActionFail, match=fragment):
+        run_action(args)
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(AnsibleActionFail, match="content"):
+        run_action({"dir": "/tmp", "reports": [], "content": "x"})
+
+
+PLAYBOOK = textwrap.dedent("""\
+    ---
+    - name: Reports of a read-only run
+      hosts: trays
+      gather_facts: false
+      tasks:
+        - name: Write the reports
+          rackscale.imex.imex_report:
+            dir: "{{ report_dir }}"
+            reports: "{{ reports }}"
+          run_once: true
+          register: written
+        - name: Show the result
+          ansible.builtin.debug:
+            var: written
+          run_once: true
+    """)
+
+
+def test_playbook_in_check_mode_writes_on_the_controller_without_contacting_the_tray(tmp_path):
+    playbook_cli = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(playbook_cli):
+        pytest.skip("ansible-playbook is not installed next to %s" % sys.executable)
+    # Nothing listens at 192.0.2.1 (TEST-NET-1): a module run or a connection would fail the play.
+    (tmp_path / "hosts.yml").write_text(
+        "trays:\n  hosts:\n    rack1-tray01:\n      ansible_host: 192.0.2.1\n      ansible_connection: ssh\n")
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    reports = [report("rack1"), report("rack2", verdict="tolerated")]
+    (tmp_path / "vars.json").write_text(json.dumps({"reports": reports, "report_dir": str(tmp_path / "out")}))
+    collections_path = os.path.dirname(os.path.dirname(os.path.dirname(collection.__path__[0])))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_TIMEOUT="3",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
+
+    run = subprocess.run(
+        [playbook_cli, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "--check",
+         "-e", "@" + str(tmp_path / "vars.json")],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "changed=0" in run.stdout and "unreachable=0" in run.stdout, run.stdout
+    for item in reports:
+        assert (tmp_path / "out" / (item["domain"] + ".json")).read_text() == to_nice_json(item) + "\n"
