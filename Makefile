@@ -1,5 +1,5 @@
 # The two commands of the README. Both set up a fresh machine themselves (tools/bootstrap).
-.PHONY: site test bench down venv
+.PHONY: site test bench bench-tuning down venv
 
 site:        ## bring up the simulated 18-tray rack and run playbooks/site.yml against it
 	tools/site-demo
@@ -9,6 +9,9 @@ test:        ## the whole test suite (CI runs exactly this)
 
 bench:       ## benchmark against the ping floor; writes bench/out/
 	tools/bootstrap && .venv/bin/python bench/run.py
+
+bench-tuning: ## the operator settings (forks, pipelining, SSH multiplexing, facts) on one rack
+	tools/bootstrap && .venv/bin/python bench/run.py --tuning
 
 down:        ## tear down the simulated rack left by `make site KEEP_RACK=1`
 	tests/rack/simrack down

@@ -3,6 +3,8 @@
 One run, scenarios interleaved rep by rep so that machine drift hits them alike. Writes
 bench/out/results.json (one object per scenario), bench/out/results.md and bench/out/results.png.
 Usage: .venv/bin/python bench/run.py [--reps 3] [--trays 18]
+       .venv/bin/python bench/run.py --tuning [--reps 3]   (operator settings: forks, pipelining,
+       SSH multiplexing, fact gathering; writes bench/out/tuning.json and tuning.md)
 """
 from __future__ import annotations
 
@@ -41,12 +43,15 @@ class Bed:
         subprocess.run([SIMRACK, "down"], env=self.env, capture_output=True, text=True, check=False)
 
 
-def timed(command, count_file):
-    """Run a command; return (wall seconds, controller CPU seconds, module runs per host)."""
+def timed(command, count_file, settings=None):
+    """Run a command; return (wall seconds, controller CPU seconds, module runs per host).
+
+    settings: extra environment (ANSIBLE_* overrides of ansible.cfg) for the tuning comparison.
+    """
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"], BENCH_COUNT_FILE=count_file,
                ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
                ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
-               ANSIBLE_CALLBACKS_ENABLED="module_counter", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
+               ANSIBLE_CALLBACKS_ENABLED="module_counter", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", **(settings or {}))
     if os.path.exists(count_file):
         os.unlink(count_file)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -71,6 +76,64 @@ def ping(inventory):
     return [os.path.join(BIN, "ansible"), "-i", inventory, "imex_domains", "-m", "ansible.builtin.ping"]
 
 
+def ad_hoc(inventory, module, *args):
+    return [os.path.join(BIN, "ansible"), "-i", inventory, "imex_domains", "-m", module, *args]
+
+
+# Each operator setting against this repository's ansible.cfg (forks 50, pipelining on) and the
+# rack's SSH multiplexing (ControlMaster auto, ControlPersist 60s), one change at a time, on a
+# no-change site.yml run. Fact gathering is measured as the pass it would add (site.yml gathers none).
+TUNING = [
+    ("site_nochange (forks 50, pipelining, multiplexing)", "site", {}),
+    ("site_nochange, forks 5 (ansible default)", "site", {"ANSIBLE_FORKS": "5"}),
+    ("site_nochange, pipelining off", "site", {"ANSIBLE_PIPELINING": "False"}),
+    ("site_nochange, no SSH multiplexing", "site",
+     {"ANSIBLE_SSH_ARGS": "-o ControlMaster=no -o ControlPath=none"}),
+    ("ping pass (floor)", "ping", {}),
+    ("fact gathering pass, gather_subset=min", "facts_min", {}),
+    ("fact gathering pass, full", "facts_all", {}),
+]
+
+
+def tuning(reps, trays):
+    """Measure the operator settings of the README's tuning section on one converged rack."""
+    count_file = os.path.join(OUT, "counts.json")
+    bed = Bed(1, trays)
+    commands = {"ping": lambda inv: ping(inv),
+                "site": lambda inv: playbook("playbooks/site.yml", inv),
+                "facts_min": lambda inv: ad_hoc(inv, "ansible.builtin.setup", "-a", "gather_subset=min"),
+                "facts_all": lambda inv: ad_hoc(inv, "ansible.builtin.setup")}
+    samples = {name: [] for name, _, _ in TUNING}
+    try:
+        bed.fresh()
+        timed(playbook("playbooks/site.yml", bed.inventory), count_file)
+        for rep in range(reps):
+            print("tuning rep %d/%d" % (rep + 1, reps), flush=True)
+            for name, command, settings in TUNING:
+                samples[name].append(timed(commands[command](bed.inventory), count_file, settings))
+    finally:
+        bed.down()
+    baseline = statistics.median(s[0] for s in samples[TUNING[0][0]])
+    results = []
+    for name, _, settings in TUNING:
+        walls = [s[0] for s in samples[name]]
+        results.append({"name": name, "settings": settings, "trays": trays,
+                        "wall_median_s": round(statistics.median(walls), 2),
+                        "wall_min_s": round(min(walls), 2), "wall_max_s": round(max(walls), 2),
+                        "ratio_to_baseline": round(statistics.median(walls) / baseline, 2),
+                        "controller_cpu_s": round(statistics.median(s[1] for s in samples[name]), 2)})
+    with open(os.path.join(OUT, "tuning.json"), "w") as handle:
+        json.dump(results, handle, indent=1)
+    lines = ["| setting | wall median s (min-max) | x baseline | controller CPU s |", "|---|---|---|---|"]
+    lines += ["| %s | %.1f (%.1f-%.1f) | %.2f | %.1f |" % (
+        r["name"], r["wall_median_s"], r["wall_min_s"], r["wall_max_s"], r["ratio_to_baseline"],
+        r["controller_cpu_s"]) for r in results]
+    table = "\n".join(lines) + "\n"
+    with open(os.path.join(OUT, "tuning.md"), "w") as handle:
+        handle.write(table)
+    print(table)
+
+
 def summarise(name, bed, samples, floor_median=None):
     walls = [s[0] for s in samples]
     per_tray = [s[2]["total"] / float(bed.racks * bed.trays) for s in samples]
@@ -88,8 +151,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--trays", type=int, default=18)
+    parser.add_argument("--tuning", action="store_true", help="measure the operator settings instead")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
+    if args.tuning:
+        tuning(args.reps, args.trays)
+        return
     count_file = os.path.join(OUT, "counts.json")
     samples = {name: [] for name in ("floor", "site_first", "site_nochange", "validate", "naive_nochange",
                                      "floor_2racks", "site_nochange_2racks")}

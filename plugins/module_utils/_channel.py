@@ -378,6 +378,24 @@ def _read_major(proc_devices):
     return major
 
 
+# The initramfs tools, in order of preference: Debian/Ubuntu's own interface first (it wraps dracut
+# where dracut is the generator), then dracut (RHEL family, SUSE, Azure Linux). All kernels are
+# rebuilt, so the option also applies when the tray boots a newer kernel installed meanwhile.
+INITRAMFS_TOOLS = (
+    ("update-initramfs", ["-u", "-k", "all"]),
+    ("dracut", ["--force", "--regenerate-all"]),
+)
+
+
+def initramfs_rebuild_command(module):
+    """argv that rebuilds the tray's initramfs, or None when no known tool is installed."""
+    for tool, args in INITRAMFS_TOOLS:
+        path = module.get_bin_path(tool, opt_dirs=["/usr/sbin", "/sbin"])
+        if path:
+            return [path] + args
+    return None
+
+
 def ensure_channel(module, channel, state, persistent, immediate, owner, group, mode,
                    modprobe_path, modprobe_dir, proc_devices, params_path, device_dir):
     """Bring channel ``channel`` to ``state``; returns the module result (diff as a list).
@@ -408,6 +426,7 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
         "minor": channel,
         "initramfs_rebuild_needed": False,
         "reboot_needed": False,
+        "initramfs_rebuild_command": None,
         "diff": [],
     }
 
@@ -448,6 +467,11 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
         result["diff"].insert(0, outcome["diff"])
         result["changed"] |= outcome["changed"]
         result["initramfs_rebuild_needed"] = outcome["changed"]
+        if outcome["changed"]:
+            result["initramfs_rebuild_command"] = initramfs_rebuild_command(module)
+            if result["initramfs_rebuild_command"] is None:
+                module.warn("%s changed but neither update-initramfs nor dracut is installed: rebuild the "
+                            "initramfs by hand so the option applies at boot" % modprobe_path)
         # The boot-time setting only matters now if the node does not already match it: a present
         # channel that does not exist yet, or an absent one that still exists.
         result["reboot_needed"] = outcome["changed"] and device_exists_after != (state == "present")

@@ -119,7 +119,8 @@ EXAMPLES = r"""
   register: channel0
 
 - name: Rebuild the initramfs when the boot-time option changed
-  ansible.builtin.command: update-initramfs -u -k all
+  ansible.builtin.command:
+    argv: "{{ channel0.initramfs_rebuild_command }}"
   changed_when: true
   when: channel0.initramfs_rebuild_needed
 
@@ -163,6 +164,16 @@ initramfs_rebuild_needed:
   returned: always
   type: bool
   sample: true
+initramfs_rebuild_command:
+  description:
+    - When RV(initramfs_rebuild_needed) is true, the argument list that rebuilds every kernel's
+      initramfs on this node (C(update-initramfs -u -k all) where it exists, else
+      C(dracut --force --regenerate-all)), found on the node so the caller needs no facts.
+    - Null when no rebuild is needed, or when neither tool is installed (then a warning says so).
+  returned: always
+  type: list
+  elements: str
+  sample: [/usr/sbin/update-initramfs, -u, -k, all]
 reboot_needed:
   description:
     - The boot-time change only takes effect after a reboot (or module reload) and the node does

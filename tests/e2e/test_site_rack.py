@@ -58,7 +58,7 @@ def test_check_mode_on_fresh_trays_changes_nothing_and_predicts_the_first_run(fi
     predicted = {(host, task) for host, task in check.changed_tasks()}
     done = {(host, task) for host, task in real.changed_tasks()}
     file_tasks = {"Write the domain's node list", "Set the daemon config keys",
-                  "Ensure channel0 matches the mode (persistent option and device node)"}
+                  "Ensure the IMEX channels (channel0 as the mode wants it, persistent; isolation channels now)"}
     assert {p for p in predicted if p[1] in file_tasks} == {d for d in done if d[1] in file_tasks}
 
 

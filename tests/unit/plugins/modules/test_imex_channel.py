@@ -7,6 +7,7 @@ import shutil
 import stat
 
 import pytest
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import DROPIN_CONTENT
 from ansible_collections.rackscale.imex.plugins.modules import imex_channel
@@ -95,6 +96,27 @@ def test_channel0_created_now_and_for_boot(run, host):
     assert device_diff == {"before_header": result["device"] + " (device node)",
                            "after_header": result["device"] + " (device node)",
                            "before": "absent\n", "after": CHAR0}
+
+
+@pytest.mark.parametrize("installed,expected", [
+    ({"update-initramfs", "dracut"}, ["/usr/sbin/update-initramfs", "-u", "-k", "all"]),
+    ({"dracut"}, ["/usr/sbin/dracut", "--force", "--regenerate-all"]),
+])
+def test_initramfs_rebuild_command_is_found_on_the_node(run, host, monkeypatch, installed, expected):
+    monkeypatch.setattr(AnsibleModule, "get_bin_path",
+                        lambda self, name, required=False, opt_dirs=None: "/usr/sbin/" + name if name in installed else None)
+    result = run(args_for(host))
+    assert result["initramfs_rebuild_needed"] is True
+    assert result["initramfs_rebuild_command"] == expected
+    assert run(args_for(host))["initramfs_rebuild_command"] is None   # nothing to rebuild any more
+
+
+def test_missing_initramfs_tool_is_a_warning_not_a_failure(run, host, monkeypatch):
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: None)
+    result = run(args_for(host))
+    assert result["_exit_code"] == 0 and result["changed"] is True
+    assert result["initramfs_rebuild_command"] is None
+    assert any("neither update-initramfs nor dracut" in str(warning) for warning in result["warnings"])
 
 
 def test_second_run_is_unchanged(run, host):

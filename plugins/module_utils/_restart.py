@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
+"""Which trays to restart after the daemon files were written: every tray of a changed domain."""
+from __future__ import annotations
+
+# The results the imex_daemon role registers on each tray: any of them changed means a restart.
+CHANGE_VARS = ("imex_daemon_nodes_result", "imex_daemon_config_result", "imex_daemon_tls_result")
+NODES_VAR = "imex_daemon_nodes_result"
+
+
+def restart_plan(domains, hostvars, play_hosts):
+    """Return {problems, restart} for the domains of one step of the run.
+
+    domains maps each domain name to its trays in node order; only trays in play_hosts count.
+    restart maps every tray to restart to the trays of its domain whose files changed, so the
+    whole domain restarts together. problems names each domain whose trays now hold different
+    node lists (the daemons would answer !M!): such a domain is never restarted.
+    """
+    problems, restart = [], {}
+    for name, trays in domains.items():
+        in_play = [tray for tray in trays if tray in play_hosts]
+        results = dict((tray, _results(hostvars[tray])) for tray in in_play)
+        by_checksum = {}
+        for tray in in_play:
+            by_checksum.setdefault(results[tray][NODES_VAR].get("checksum"), []).append(tray)
+        if len(by_checksum) > 1:
+            problems.append("domain %s: trays hold different node lists (%s); the daemons would answer !M!. "
+                            "Nothing was restarted." % (name, "; ".join(
+                                "%s on %s" % (str(checksum)[:12], ", ".join(holders))
+                                for checksum, holders in by_checksum.items())))
+            continue
+        changed = [tray for tray in in_play
+                   if any(results[tray][var].get("changed") for var in CHANGE_VARS)]
+        if changed:
+            restart.update((tray, changed) for tray in in_play)
+    return {"problems": problems, "restart": restart}
+
+
+def _results(tray_vars):
+    """The tray's registered results; a result not registered (TLS off) is an empty one."""
+    return dict((var, tray_vars.get(var) or {}) for var in CHANGE_VARS)
