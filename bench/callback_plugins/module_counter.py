@@ -24,6 +24,7 @@ CONTROLLER_ACTIONS = {
     "assert", "debug", "set_fact", "fail", "meta", "include_tasks", "import_tasks", "include_role",
     "import_role", "include_vars", "add_host", "group_by", "set_stats", "validate_argument_spec",
     "pause", "wait_for_connection",
+    "imex_report",      # rackscale.imex's action writes the reports in the controller process
 }
 
 
