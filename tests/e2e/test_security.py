@@ -204,7 +204,7 @@ def test_certificate_from_another_ca_is_named_and_the_right_one_restores_the_dom
     others = [t for t in TRAYS if t != ROGUE]
     files = (CONFIG, "/etc/nvidia-imex/nodes_config.cfg", TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key")
     others_before = {t: checksums(simulated_rack, t, *files) for t in others}
-    run = site(pki["bad"], reports, imex_validate_timeout_s=15)
+    run = site(pki["bad"], reports, imex_validate_timeout_s=20)
     assert run.rc != 0
     text = messages(run)
     rogue_address = address_of(simulated_rack, ROGUE)
