@@ -2,8 +2,9 @@
 
 One bed for the module, tests in order: check mode on fresh trays predicts the first run and
 changes nothing; the first run converges to healthy domains with reports and job artifacts; the
-second run and check mode change nothing; each rack's trays list only their own rack; a tray swap
-restarts only its rack; a reboot keeps channel0 and the domain.
+second run and check mode change nothing; each rack's trays list only their own rack; on a
+drifted tray check mode predicts the repair and changes nothing; a tray swap is predicted by
+check mode and restarts only its rack; a reboot keeps channel0 and the domain.
 """
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ from conftest import requires_rack, run_playbook
 pytestmark = requires_rack
 RACK_SHAPE = (2, 4)
 IMEX_FILES = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_config.cfg /etc/modprobe.d/nvidia-imex.conf 2>&1; ls -l /dev/nvidia-caps-imex-channels 2>&1"
+
+
+# The tasks whose changes check mode must predict exactly (host, task) for the real run after it:
+# the three files of a tray, and the scheduling of a domain restart (the handlers themselves only
+# partly run in check mode: a stop is predicted, a start of a daemon that never stopped is not).
+FILE_TASKS = {"Write the domain's node list", "Set the daemon config keys",
+              "Ensure the IMEX channels (channel0 as the mode wants it, persistent; isolation channels now)"}
+RESTART_TASK = "Schedule a restart of every tray of a domain whose node list or config changed"
+
+
+def changes_of(run, tasks):
+    return {(host, task) for host, task in run.changed_tasks() if task in tasks}
 
 
 def tray_files(rack, trays):
@@ -55,11 +68,7 @@ def test_check_mode_on_fresh_trays_changes_nothing_and_predicts_the_first_run(fi
     assert after_check == before, "check mode changed a tray"
     assert real.rc == 0, real.stdout[-6000:]
     assert check.changed_hosts() == real.changed_hosts() == sorted(all_trays(simulated_rack))
-    predicted = {(host, task) for host, task in check.changed_tasks()}
-    done = {(host, task) for host, task in real.changed_tasks()}
-    file_tasks = {"Write the domain's node list", "Set the daemon config keys",
-                  "Ensure the IMEX channels (channel0 as the mode wants it, persistent; isolation channels now)"}
-    assert {p for p in predicted if p[1] in file_tasks} == {d for d in done if d[1] in file_tasks}
+    assert changes_of(check, FILE_TASKS) == changes_of(real, FILE_TASKS)
 
 
 def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_runs, reports, simulated_rack):
@@ -119,6 +128,59 @@ def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):
     assert run.changed_hosts() == []
 
 
+DRIFTED = "rack2-tray03"   # not the first tray of its rack: the status is read elsewhere
+
+
+def test_check_mode_on_a_drifted_tray_predicts_the_repair_and_changes_nothing(first_runs, simulated_rack, reports):
+    """One tray drifted behind Ansible's back, its daemon still running the old files: node list
+    edited (first two entries swapped), a config key changed, channel0 removed."""
+    config = "/etc/nvidia-imex/config.cfg"
+    simulated_rack.simrack("fault", "nodelist-edit", DRIFTED)
+    try:
+        edit = simulated_rack.ssh(DRIFTED, "sed", "-i", "s/^SERVER_PORT=.*/SERVER_PORT=50001/", config)
+        assert edit.returncode == 0, edit.stderr
+        gone = simulated_rack.ssh(DRIFTED, "rm", "/dev/nvidia-caps-imex-channels/channel0")
+        assert gone.returncode == 0, gone.stderr
+        trays = all_trays(simulated_rack)
+        before, starts = tray_files(simulated_rack, trays), daemon_start_times(simulated_rack, trays)
+        check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                             check=True, diff=True)
+        assert check.rc == 0, check.stdout[-4000:]
+        assert tray_files(simulated_rack, trays) == before, "check mode changed a file or channel0"
+        assert daemon_start_times(simulated_rack, trays) == starts, "check mode restarted a daemon"
+        # The diff shows the drift being undone.
+        diffs = {task: res.get("diff") for host, task, res in check_results(check) if host == DRIFTED}
+        expected = "".join(tray_address(simulated_rack, t) + "\n" for t in simulated_rack.trays_of(2))
+        assert diffs["Write the domain's node list"]["after"] == expected
+        assert diffs["Write the domain's node list"]["before"] != expected
+        assert "SERVER_PORT=50001" in diffs["Set the daemon config keys"]["before"]
+        assert "SERVER_PORT=50000" in diffs["Set the daemon config keys"]["after"]
+
+        real = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
+        assert real.rc == 0, real.stdout[-6000:]
+    finally:
+        simulated_rack.simrack("fault", "heal", "nodelist-edit", DRIFTED)
+    assert changes_of(check, FILE_TASKS) == changes_of(real, FILE_TASKS) == {(DRIFTED, t) for t in FILE_TASKS}
+    rack2 = simulated_rack.trays_of(2)
+    assert changes_of(check, {RESTART_TASK}) == changes_of(real, {RESTART_TASK}) == {(t, RESTART_TASK) for t in rack2}
+    assert sorted(h for h, t in check.changed_tasks() if t == "Stop IMEX daemon") == rack2
+    assert sorted(h for h, t in real.changed_tasks() if t == "Stop IMEX daemon") == rack2
+    assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == rack2
+    # The repair restarted rack2 together and left rack1 alone.
+    after = daemon_start_times(simulated_rack, trays)
+    assert [t for t in trays if after[t] != starts[t]] == rack2
+    same = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_config.cfg"
+    assert simulated_rack.ssh(DRIFTED, "sh", "-c", same).stdout == simulated_rack.ssh("rack2-tray02", "sh", "-c", same).stdout
+    channel = simulated_rack.ssh(DRIFTED, "stat", "-c", "%F %a", "/dev/nvidia-caps-imex-channels/channel0")
+    assert channel.stdout.strip() == "character special file 666", channel.stdout + channel.stderr
+
+
+def check_results(run):
+    """(host, task, result) of every successful task result."""
+    return [(e["event_data"]["host"], e["event_data"]["task"], e["event_data"].get("res", {}))
+            for e in run.events if e.get("event") == "runner_on_ok"]
+
+
 def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, tmp_path):
     """rack1-tray02 is replaced by fresh hardware at another address (here: the spare rack1-tray04)."""
     with open(simulated_rack.inventory) as handle:
@@ -130,15 +192,28 @@ def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, t
     assert base.rc == 0, base.stdout[-4000:]
     rack1["rack1-tray02"] = dict(rack1["rack1-tray02"], ansible_host=spare["ansible_host"],
                                  imex_address=spare["ansible_host"])
-    starts_before = daemon_start_times(simulated_rack, simulated_rack.trays_of(2))
-    run = run_playbook("site.yml", write(tmp_path / "swapped.yml", swapped), extravars={"imex_report_dir": reports})
+    swapped_path = write(tmp_path / "swapped.yml", swapped)
+    # Check mode first, with the swapped inventory: it must change nothing on any tray (the old
+    # tray02 and the spare included) and predict the real run that follows.
+    trays = all_trays(simulated_rack)
+    files_before, starts_before = tray_files(simulated_rack, trays), daemon_start_times(simulated_rack, trays)
+    check = run_playbook("site.yml", swapped_path, extravars={"imex_report_dir": reports}, check=True, diff=True)
+    assert check.rc == 0, check.stdout[-6000:]
+    assert tray_files(simulated_rack, trays) == files_before, "check mode changed a tray"
+    assert daemon_start_times(simulated_rack, trays) == starts_before, "check mode restarted a daemon"
+    run = run_playbook("site.yml", swapped_path, extravars={"imex_report_dir": reports})
     assert run.rc == 0, run.stdout[-6000:]
-    assert run.changed_hosts() == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+    assert check.changed_hosts() == run.changed_hosts() == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+    assert changes_of(check, FILE_TASKS) == changes_of(run, FILE_TASKS)
+    assert changes_of(check, {RESTART_TASK}) == changes_of(run, {RESTART_TASK}) == {
+        (t, RESTART_TASK) for t in ("rack1-tray01", "rack1-tray02", "rack1-tray03")}
     # The spare ran the 4-tray list of the first run, so every daemon of rack1 stops, then starts.
     stops = sorted(h for h, t in run.changed_tasks() if t == "Stop IMEX daemon")
     starts = sorted(h for h, t in run.changed_tasks() if t == "Start IMEX daemon")
     assert stops == starts == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
-    assert daemon_start_times(simulated_rack, simulated_rack.trays_of(2)) == starts_before
+    assert sorted(h for h, t in check.changed_tasks() if t == "Stop IMEX daemon") == stops
+    rack2_after = daemon_start_times(simulated_rack, simulated_rack.trays_of(2))
+    assert rack2_after == {t: starts_before[t] for t in simulated_rack.trays_of(2)}
     with open(os.path.join(reports, "rack1.json")) as handle:
         assert json.load(handle)["verdict"] == "healthy"
 

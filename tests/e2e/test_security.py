@@ -1,0 +1,268 @@
+"""Security settings end to end on a small simulated bed (one rack of three trays).
+
+Tests in order, each leaving the bed converged: mutual TLS from fresh trays (keys 0600 root-owned,
+certificates 0644, the TLS keys in config.cfg, no key material in anything the run printed or
+recorded); one tray given a certificate from another CA is named with its pairs, the other trays'
+files are untouched, and putting the right certificate back converges with no manual step; the
+command service bound to each tray's own address (config.cfg, the listening socket, validate.yml);
+one run with the bed's own inventory unbinds it again and turns TLS off on the trays.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import requires_rack, run_playbook
+
+pytestmark = [requires_rack, pytest.mark.skipif(shutil.which("openssl") is None,
+                                                 reason="openssl CLI needed to make the test certificates (tools/bootstrap installs it)")]
+RACK_SHAPE = (1, 3)
+TRAYS = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
+ROGUE = "rack1-tray03"   # not the first tray: the status is read from rack1-tray01
+TLS_DIR = "/etc/nvidia-imex/tls"
+CONFIG = "/etc/nvidia-imex/config.cfg"
+TLS_KEYS = {
+    "IMEX_ENABLE_AUTH_ENCRYPTION": "1",
+    "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS",
+    "IMEX_AUTH_SOURCE": "FILE",
+    "IMEX_SERVER_KEY": TLS_DIR + "/tray.key",
+    "IMEX_SERVER_CERT": TLS_DIR + "/tray.crt",
+    "IMEX_SERVER_CERT_AUTH": TLS_DIR + "/ca.crt",
+    "IMEX_CLIENT_KEY": TLS_DIR + "/tray.key",
+    "IMEX_CLIENT_CERT": TLS_DIR + "/tray.crt",
+    "IMEX_CLIENT_CERT_AUTH": TLS_DIR + "/ca.crt",
+}
+
+
+# --- certificates (openssl CLI, as tests/imexsim/test_auth.py makes them) -----------------------
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+def make_ca(directory, name):
+    key, cert = directory / (name + ".key"), directory / (name + ".crt")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=" + name, "-days", "2")
+    return key, cert
+
+
+def make_tray_cert(directory, ca, name, address):
+    """Key and certificate of one tray (IP subjectAltName = its IMEX address), signed by CA."""
+    key, cert = directory / (name + ".key"), directory / (name + ".crt")
+    openssl("req", "-x509", "-CA", str(ca[1]), "-CAkey", str(ca[0]), "-newkey", "ec",
+            "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", str(key), "-out", str(cert),
+            "-subj", "/CN=" + address, "-addext", "subjectAltName=IP:" + address, "-days", "2")
+    return key, cert
+
+
+def key_body_lines(path):
+    """The base64 lines of a PEM private key: what must never show up in a run's output."""
+    return [line for line in path.read_text().splitlines() if line and not line.startswith("-----")]
+
+
+# --- bed helpers -------------------------------------------------------------------------------
+
+def load_inventory(rack):
+    with open(rack.inventory) as handle:
+        return yaml.safe_load(handle)
+
+
+def hosts_of(inventory):
+    return inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
+
+
+def address_of(rack, tray):
+    return hosts_of(load_inventory(rack))[tray]["ansible_host"]
+
+
+def tls_inventory(rack, path, ca, certs):
+    """A copy of the bed inventory with imex_tls on: CA as a group var, certificate and key per tray."""
+    inventory = copy.deepcopy(load_inventory(rack))
+    group = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]
+    group["vars"] = {"imex_tls": True, "imex_tls_ca": str(ca[1])}
+    for tray, (key, cert) in certs.items():
+        group["hosts"][tray].update(imex_tls_cert=str(cert), imex_tls_key=str(key))
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return str(path)
+
+
+def site(inventory, reports, check=False, diff=False, **extravars):
+    return run_playbook("site.yml", inventory, check=check, diff=diff,
+                        extravars=dict({"imex_report_dir": reports, "imex_validate_timeout_s": 60}, **extravars))
+
+
+def report(reports):
+    with open(os.path.join(reports, "rack1.json")) as handle:
+        return json.load(handle)
+
+
+def config_values(rack, tray):
+    text = rack.ssh(tray, "cat", CONFIG).stdout
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+def checksums(rack, tray, *paths):
+    return rack.ssh(tray, "sh", "-c", "sha256sum " + " ".join(paths) + " 2>&1").stdout
+
+
+def tray_tls_files(rack, tray):
+    """sha256 of the CA, certificate and key on a tray (the copy task's result is censored: no_log)."""
+    out = rack.ssh(tray, "sha256sum", TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key").stdout
+    return [line.split()[0] for line in out.splitlines()]
+
+
+def local_tls_files(ca, key, cert):
+    return [hashlib.sha256(path.read_bytes()).hexdigest() for path in (ca[1], cert, key)]
+
+
+def messages(run):
+    return "\n".join(run.failure_messages())
+
+
+def everything_recorded(run):
+    """Every text the run left for an operator or AWX: stdout, events and runner's artifacts."""
+    parts = [run.stdout, json.dumps(run.events)]
+    for root, _, files in os.walk(os.path.join(run.private_data_dir, "artifacts")):
+        for name in files:
+            with open(os.path.join(root, name), errors="replace") as handle:
+                parts.append(handle.read())
+    return "\n".join(parts)
+
+
+def listeners(rack, tray, port):
+    """Local addresses of the TCP sockets listening on PORT on a tray (ss, from iproute2)."""
+    out = rack.ssh(tray, "ss", "-Hltn", "sport = :%d" % port)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return sorted(line.split()[3].rsplit(":", 1)[0] for line in out.stdout.splitlines() if line.strip())
+
+
+# --- fixtures ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("reports"))
+
+
+@pytest.fixture(scope="module")
+def pki(simulated_rack, tmp_path_factory):
+    """The rack's CA with a certificate per tray, and a rogue CA's certificate for ROGUE."""
+    directory = tmp_path_factory.mktemp("pki")
+    ca = make_ca(directory, "rack-ca")
+    certs = {tray: make_tray_cert(directory, ca, tray, address_of(simulated_rack, tray)) for tray in TRAYS}
+    rogue_ca = make_ca(directory, "rogue-ca")
+    rogue = make_tray_cert(directory, rogue_ca, ROGUE + "-rogue", address_of(simulated_rack, ROGUE))
+    good = tls_inventory(simulated_rack, directory / "tls.yml", ca, certs)
+    bad = tls_inventory(simulated_rack, directory / "tls-rogue.yml", ca, dict(certs, **{ROGUE: rogue}))
+    return {"ca": ca, "certs": certs, "rogue": rogue, "good": good, "bad": bad}
+
+
+@pytest.fixture(scope="module")
+def tls_run(simulated_rack, pki, reports):
+    """site.yml with mutual TLS on fresh trays, with --diff (which would show copied files)."""
+    return site(pki["good"], reports, diff=True)
+
+
+# --- tests -------------------------------------------------------------------------------------
+
+def test_tls_converges_up_with_protected_keys(tls_run, simulated_rack, pki, reports):
+    assert tls_run.rc == 0, tls_run.stdout[-6000:]
+    verdict = report(reports)
+    assert verdict["verdict"] == "healthy" and verdict["status"]["domain_state"] == "UP"
+    for tray in TRAYS:
+        assert tray_tls_files(simulated_rack, tray) == local_tls_files(pki["ca"], *pki["certs"][tray]), tray
+        modes = simulated_rack.ssh(tray, "stat", "-c", "%n %a %U %G", TLS_DIR, TLS_DIR + "/ca.crt",
+                                   TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key").stdout.splitlines()
+        assert modes == [TLS_DIR + " 700 root root", TLS_DIR + "/ca.crt 644 root root",
+                         TLS_DIR + "/tray.crt 644 root root", TLS_DIR + "/tray.key 600 root root"], (tray, modes)
+        values = config_values(simulated_rack, tray)
+        assert {k: values.get(k) for k in TLS_KEYS} == TLS_KEYS, tray
+        # The daemon really started with authentication on (its log is rewritten at each start).
+        log = simulated_rack.ssh(tray, "cat", "/var/log/nvidia-imex.log").stdout
+        assert "Authentication and Encryption enabled = 1" in log, log[-2000:]
+
+
+def test_no_key_material_in_the_run_output(tls_run, pki):
+    recorded = everything_recorded(tls_run)
+    # Booleans first: a failing assertion must not print the output it found the key in.
+    leaked = "PRIVATE KEY" in recorded
+    assert not leaked, "a PEM private key header appears in the run's output or artifacts"
+    for key, _ in pki["certs"].values():
+        leaked = [line for line in key_body_lines(key) if line in recorded]
+        assert not leaked, "%d line(s) of %s appear in the run's output or artifacts" % (len(leaked), key)
+
+
+def test_certificate_from_another_ca_is_named_and_the_right_one_restores_the_domain(tls_run, simulated_rack, pki, reports):
+    assert tls_run.rc == 0, "needs the converged TLS bed"
+    others = [t for t in TRAYS if t != ROGUE]
+    files = (CONFIG, "/etc/nvidia-imex/nodes_config.cfg", TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key")
+    others_before = {t: checksums(simulated_rack, t, *files) for t in others}
+    run = site(pki["bad"], reports, imex_validate_timeout_s=20)
+    assert run.rc != 0
+    text = messages(run)
+    rogue_address = address_of(simulated_rack, ROGUE)
+    assert "domain rack1: DEGRADED (unhealthy)" in text, text
+    assert ("node 2 (%s, %s) is cut off: every connection from it is NEVER_CONNECTED (never connected); "
+            "every connection to it is NEVER_CONNECTED" % (rogue_address, ROGUE)) in text, text
+    verdict = report(reports)
+    assert verdict["verdict"] == "unhealthy"
+    pairs = {(p["from_index"], p["to_index"]) for p in verdict["status"]["broken_pairs"]}
+    # Every pair to and from the tray with the foreign certificate, and only those.
+    assert {(0, 2), (2, 0), (1, 2), (2, 1)} <= pairs and all(2 in pair for pair in pairs), pairs
+    assert {p["state"] for p in verdict["status"]["broken_pairs"]} == {"NEVER_CONNECTED"}, verdict["status"]["broken_pairs"]
+    # The rogue tray holds what it was given; the other trays' files are as they were.
+    assert tray_tls_files(simulated_rack, ROGUE) == local_tls_files(pki["ca"], *pki["rogue"])
+    assert {t: checksums(simulated_rack, t, *files) for t in others} == others_before
+
+    run = site(pki["good"], reports)
+    assert run.rc == 0, run.stdout[-6000:]
+    verdict = report(reports)
+    assert verdict["verdict"] == "healthy" and verdict["status"]["domain_state"] == "UP"
+    assert tray_tls_files(simulated_rack, ROGUE) == local_tls_files(pki["ca"], *pki["certs"][ROGUE])
+    assert {t: checksums(simulated_rack, t, *files) for t in others} == others_before
+
+
+def test_command_service_bound_to_each_trays_own_address(tls_run, simulated_rack, pki, reports):
+    # From the converged TLS bed (this run would also repair what an earlier failed test left).
+    run = site(pki["good"], reports, imex_cmd_bind_own_address=True)
+    assert run.rc == 0, run.stdout[-6000:]
+    assert report(reports)["status"]["domain_state"] == "UP"
+    for tray in TRAYS:
+        address = address_of(simulated_rack, tray)
+        assert config_values(simulated_rack, tray)["IMEX_CMD_BIND_INTERFACE_IP"] == address
+        assert listeners(simulated_rack, tray, 50005) == [address], tray
+    # nvidia-imex-ctl -q (local, to the bound address) and -N (every tray's command port) still work.
+    check = run_playbook("validate.yml", pki["good"], extravars={"imex_report_dir": reports, "imex_validate_timeout_s": 30})
+    assert check.rc == 0, check.stdout[-4000:]
+    assert report(reports)["verdict"] == "healthy"
+
+
+@pytest.fixture(scope="module")
+def plain_again(simulated_rack, reports):
+    """site.yml with the bed's own inventory again: command service unbound, imex_tls off."""
+    return site(simulated_rack.inventory, reports)
+
+
+def test_command_service_unbound_again(plain_again, simulated_rack, reports):
+    assert plain_again.rc == 0, plain_again.stdout[-6000:]
+    assert report(reports)["status"]["domain_state"] == "UP"
+    for tray in TRAYS:
+        assert config_values(simulated_rack, tray)["IMEX_CMD_BIND_INTERFACE_IP"] == ""
+        assert listeners(simulated_rack, tray, 50005) == ["0.0.0.0"], tray
+
+
+def test_tls_switched_off_again(plain_again, simulated_rack, reports):
+    """imex_tls back to false turns authentication off on the trays (the key files stay)."""
+    assert plain_again.rc == 0, plain_again.stdout[-6000:]
+    assert report(reports)["status"]["domain_state"] == "UP"
+    for tray in TRAYS:
+        assert config_values(simulated_rack, tray)["IMEX_ENABLE_AUTH_ENCRYPTION"] == "0", tray
+        log = simulated_rack.ssh(tray, "cat", "/var/log/nvidia-imex.log").stdout
+        assert "Authentication and Encryption enabled = 0" in log, log[-2000:]
