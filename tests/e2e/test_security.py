@@ -5,7 +5,9 @@ certificates 0644, the TLS keys in config.cfg, no key material in anything the r
 recorded); one tray given a certificate from another CA is named with its pairs, the other trays'
 files are untouched, and putting the right certificate back converges with no manual step; the
 command service bound to each tray's own address (config.cfg, the listening socket, validate.yml);
-one run with the bed's own inventory unbinds it again and turns TLS off on the trays.
+one run with the bed's own inventory unbinds it again and turns TLS off on the trays; the
+dra_host_managed mode adds the command service's unix socket, an isolation channel gets exactly
+the owner, group and mode asked for, and the files and directories are root-owned 0644 and 0755.
 """
 from __future__ import annotations
 
@@ -266,3 +268,30 @@ def test_tls_switched_off_again(plain_again, simulated_rack, reports):
         assert config_values(simulated_rack, tray)["IMEX_ENABLE_AUTH_ENCRYPTION"] == "0", tray
         log = simulated_rack.ssh(tray, "cat", "/var/log/nvidia-imex.log").stdout
         assert "Authentication and Encryption enabled = 0" in log, log[-2000:]
+
+
+def test_unix_socket_isolation_channel_and_file_modes(plain_again, simulated_rack, reports):
+    """dra_host_managed adds the command service's unix socket; an isolation channel gets exactly the
+    owner, group and mode asked for; the files and directories are root-owned, 0644 and 0755."""
+    assert plain_again.rc == 0, plain_again.stdout[-6000:]
+    run = site(simulated_rack.inventory, reports, imex_mode="dra_host_managed",
+               imex_channels=[{"channel": 5, "owner": "root", "group": "daemon", "mode": "0660"}])
+    assert run.rc == 0, run.stdout[-6000:]
+    assert report(reports)["status"]["domain_state"] == "UP"
+    for tray in TRAYS:
+        assert config_values(simulated_rack, tray)["IMEX_CMD_UNIX_DOMAIN_PATH"] == "/etc/nvidia-imex/imex_ctrl.sock"
+        assert simulated_rack.ssh(tray, "stat", "-c", "%F", "/etc/nvidia-imex/imex_ctrl.sock").stdout.strip() == "socket"
+        channel = simulated_rack.ssh(tray, "stat", "-c", "%F %a %U %G", "/dev/nvidia-caps-imex-channels/channel5")
+        assert channel.stdout.strip() == "character special file 660 root daemon", channel.stdout + channel.stderr
+        paths = ["/etc/nvidia-imex", CONFIG, "/etc/nvidia-imex/nodes_config.cfg", "/etc/modprobe.d/nvidia-imex.conf",
+                 "/dev/nvidia-caps-imex-channels"]
+        modes = simulated_rack.ssh(tray, "stat", "-c", "%n %a %U %G", *paths).stdout.splitlines()
+        assert modes == ["/etc/nvidia-imex 755 root root", CONFIG + " 644 root root",
+                         "/etc/nvidia-imex/nodes_config.cfg 644 root root",
+                         "/etc/modprobe.d/nvidia-imex.conf 644 root root",
+                         "/dev/nvidia-caps-imex-channels 755 root root"], modes
+    # The status of this validation came through nvidia-imex-ctl with the unix socket configured.
+    check = run_playbook("validate.yml", simulated_rack.inventory,
+                         extravars={"imex_report_dir": reports, "imex_mode": "dra_host_managed",
+                                    "imex_validate_timeout_s": 30})
+    assert check.rc == 0, check.stdout[-4000:]
