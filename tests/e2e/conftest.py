@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import ansible_runner
 import pytest
@@ -70,9 +71,22 @@ class PlaybookRun:
                 if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task_action") == action]
 
 
+# ansible-runner's private data dirs of this session (tests read their artifacts after a run);
+# removed when the session ends.
+RUNNER_DIRS = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def remove_runner_dirs():
+    yield
+    for path in RUNNER_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900):
     """Run playbooks/<playbook> against `inventory` with ansible-runner; returns a PlaybookRun."""
     private_data_dir = tempfile.mkdtemp(prefix="imex-runner-")
+    RUNNER_DIRS.append(private_data_dir)
     cmdline = []
     if check:
         cmdline.append("--check")
@@ -119,7 +133,14 @@ class SimulatedRack:
         return self
 
     def down(self):
-        self.simrack("down", check=False)
+        """Tear the bed down; a failed `down` keeps its record, so it is retried before giving up."""
+        for _ in range(3):
+            result = self.simrack("down", check=False)
+            if result.returncode == 0:
+                return
+            time.sleep(5)
+        raise AssertionError("simrack down failed; the bed is left up with its record in %s:\n%s%s"
+                             % (self.state_dir, result.stdout, result.stderr))
 
     def ssh(self, tray, *command):
         """Run a command (argument list) on a tray; ssh hands the remote shell one quoted string."""
@@ -148,5 +169,6 @@ def simulated_rack(request):
     try:
         yield rack.up()
     finally:
+        # The state dir holds the record `simrack down` needs: removed only once the bed is down.
         rack.down()
         shutil.rmtree(state_dir, ignore_errors=True)

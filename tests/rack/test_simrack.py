@@ -94,8 +94,14 @@ def rack():
         rack.inventory = Path(result.stdout.strip().splitlines()[-1])
         yield rack
     finally:
-        rack.simrack("down", check=False)
-        shutil.rmtree(state, ignore_errors=True)
+        # A failed `down` keeps its record in the state dir: retry, and keep the dir if it still fails.
+        for _ in range(3):
+            if rack.simrack("down", check=False).returncode == 0:
+                shutil.rmtree(state, ignore_errors=True)
+                break
+            time.sleep(5)
+        else:
+            raise AssertionError("simrack down failed; the bed is left up with its record in " + state)
 
 
 # --------------------------------------------------------------------------- the rack as built
