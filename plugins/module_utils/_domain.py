@@ -480,8 +480,8 @@ def check_play(model, play_hosts):
 def partial_domains(model, play_hosts):
     """Domains only partly in the play: {name: {'in_play': [...], 'outside_play': [...]}}.
 
-    A node-list or config change restarts every tray of a domain together; the roles use this to
-    refuse a change that would need trays outside the play (``--limit``, serial batches).
+    A node-list or config change restarts every tray of a domain together, so a change on such a
+    domain needs trays outside the play (``--limit``, serial batches); the imex_daemon role refuses it.
     """
     domains = _model_parts(model)[1]
     in_play = set(play_hosts)

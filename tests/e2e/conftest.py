@@ -39,16 +39,15 @@ class PlaybookRun:
     def changed_hosts(self):
         return sorted((self.stats.get("changed") or {}).keys())
 
+    def ok_results(self):
+        """(host, task name, module FQCN, result) of every successful task result, in event order."""
+        return [(data.get("host"), data.get("task"), data.get("task_action"), data.get("res", {}))
+                for data in (e.get("event_data", {}) for e in self.events if e.get("event") == "runner_on_ok")]
+
     def changed_tasks(self, host=None):
         """(host, task name) of every changed task result."""
-        found = []
-        for event in self.events:
-            if event.get("event") != "runner_on_ok":
-                continue
-            data = event.get("event_data", {})
-            if data.get("res", {}).get("changed") and (host is None or data.get("host") == host):
-                found.append((data.get("host"), data.get("task")))
-        return found
+        return [(found_host, task) for found_host, task, _, res in self.ok_results()
+                if res.get("changed") and (host is None or found_host == host)]
 
     def failure_messages(self):
         messages = []
@@ -62,13 +61,11 @@ class PlaybookRun:
 
     def ok_tasks(self, action):
         """(host, task name) of every successful result of a task whose module is `action`."""
-        return [(e["event_data"]["host"], e["event_data"]["task"]) for e in self.events
-                if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task_action") == action]
+        return [(host, task) for host, task, found, _ in self.ok_results() if found == action]
 
     def module_results(self, action):
         """Results of every task whose module is `action` (FQCN), as (host, result)."""
-        return [(e["event_data"]["host"], e["event_data"]["res"]) for e in self.events
-                if e.get("event") == "runner_on_ok" and e.get("event_data", {}).get("task_action") == action]
+        return [(host, res) for host, _, found, res in self.ok_results() if found == action]
 
 
 # ansible-runner's private data dirs of this session (tests read their artifacts after a run);

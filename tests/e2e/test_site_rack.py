@@ -26,7 +26,7 @@ IMEX_FILES = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_confi
 # partly run in check mode: a stop is predicted, a start of a daemon that never stopped is not).
 FILE_TASKS = {"Write the domain's node list", "Set the daemon config keys",
               "Ensure the IMEX channels (channel0 as the mode wants it, persistent; isolation channels now)"}
-RESTART_TASK = "Schedule a restart of every tray of a domain whose node list or config changed"
+RESTART_TASK = "Schedule a restart of every tray of a changed domain, or a start of a tray that is not READY"
 
 
 def changes_of(run, tasks):
@@ -149,7 +149,7 @@ def test_check_mode_on_a_drifted_tray_predicts_the_repair_and_changes_nothing(fi
         assert tray_files(simulated_rack, trays) == before, "check mode changed a file or channel0"
         assert daemon_start_times(simulated_rack, trays) == starts, "check mode restarted a daemon"
         # The diff shows the drift being undone.
-        diffs = {task: res.get("diff") for host, task, res in check_results(check) if host == DRIFTED}
+        diffs = {task: res.get("diff") for host, task, _, res in check.ok_results() if host == DRIFTED}
         expected = "".join(tray_address(simulated_rack, t) + "\n" for t in simulated_rack.trays_of(2))
         assert diffs["Write the domain's node list"]["after"] == expected
         assert diffs["Write the domain's node list"]["before"] != expected
@@ -173,12 +173,6 @@ def test_check_mode_on_a_drifted_tray_predicts_the_repair_and_changes_nothing(fi
     assert simulated_rack.ssh(DRIFTED, "sh", "-c", same).stdout == simulated_rack.ssh("rack2-tray02", "sh", "-c", same).stdout
     channel = simulated_rack.ssh(DRIFTED, "stat", "-c", "%F %a", "/dev/nvidia-caps-imex-channels/channel0")
     assert channel.stdout.strip() == "character special file 666", channel.stdout + channel.stderr
-
-
-def check_results(run):
-    """(host, task, result) of every successful task result."""
-    return [(e["event_data"]["host"], e["event_data"]["task"], e["event_data"].get("res", {}))
-            for e in run.events if e.get("event") == "runner_on_ok"]
 
 
 def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, tmp_path):

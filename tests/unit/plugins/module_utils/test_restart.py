@@ -31,9 +31,19 @@ def test_tls_material_change_counts_and_unregistered_tls_does_not():
     assert restart_plan({"r": ["t1", "t2"]}, hostvars, ["t1", "t2"])["restart"] == {"t1": ["t1"], "t2": ["t1"]}
 
 
-def test_trays_outside_the_run_are_neither_read_nor_restarted():
-    hostvars = {"t1": tray(changed_nodes=True)}     # t2 is not in the run and has no results at all
-    assert restart_plan({"r": ["t1", "t2"]}, hostvars, ["t1"])["restart"] == {"t1": ["t1"]}
+def test_trays_outside_the_run_are_not_read_and_an_unchanged_partial_domain_passes():
+    hostvars = {"t1": tray()}     # t2 is not in the run and has no results at all
+    assert restart_plan({"r": ["t1", "t2"]}, hostvars, ["t1"]) == {"problems": [], "restart": {}}
+
+
+def test_a_change_on_a_domain_partly_in_the_run_is_refused_naming_the_trays_left_out():
+    hostvars = {"t2": tray(changed_nodes=True, changed_config=True), "t3": tray(changed_tls=False)}
+    plan = restart_plan({"rack1": ["t3", "t1", "t2"]}, hostvars, ["t2", "t3"])
+    assert plan["restart"] == {}
+    assert plan["problems"] == [
+        "tray t2 needs a new node list and config, which takes a restart of every tray of its domain together, "
+        "but this run leaves out t1. Nothing was changed. Run against the whole domain (drop --limit, or do "
+        "not slice the job)."]
 
 
 def test_differing_node_lists_are_named_and_never_restarted():
