@@ -160,6 +160,7 @@ def summarise(name, racks, trays, samples, floor_median=None):
         "wall_median_s": round(median, 2), "wall_min_s": round(min(walls), 2), "wall_max_s": round(max(walls), 2),
         "ratio_to_floor": round(median / floor_median, 2) if floor_median else 1.0,
         "module_runs_per_tray": round(statistics.median(per_tray), 2),
+        "task_results_per_tray": round(statistics.median(s[2]["task_results"] / float(racks * trays) for s in samples), 2),
         "controller_cpu_s": round(statistics.median(s[1] for s in samples), 2),
     }
 
@@ -209,12 +210,12 @@ def main():
 
 def render_table(results):
     by_name = {r["name"]: r for r in results}
-    lines = ["| scenario | racks | trays | wall median s (min-max) | x floor | module runs/tray | controller CPU s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| scenario | racks | trays | wall median s (min-max) | x floor | module runs/tray | task results/tray "
+             "| controller CPU s |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %s | %d | %d | %.1f (%.1f-%.1f) | %.2f | %.2f | %.1f |" % (
+        lines.append("| %s | %d | %d | %.1f (%.1f-%.1f) | %.2f | %.2f | %.2f | %.1f |" % (
             r["name"], r["racks"], r["trays"], r["wall_median_s"], r["wall_min_s"], r["wall_max_s"],
-            r["ratio_to_floor"], r["module_runs_per_tray"], r["controller_cpu_s"]))
+            r["ratio_to_floor"], r["module_runs_per_tray"], r["task_results_per_tray"], r["controller_cpu_s"]))
     naive_ratio = by_name["naive_nochange"]["wall_median_s"] / by_name["site_nochange"]["wall_median_s"]
     scaling = by_name["site_nochange_2racks"]["wall_median_s"] / by_name["site_nochange"]["wall_median_s"]
     lines += ["", "Targets: no-change <= 5 module runs/tray and <= 5x floor; validate <= 2x floor; first converge "

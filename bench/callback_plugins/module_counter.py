@@ -1,9 +1,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmark callback: count remote module executions per host.
+"""Benchmark callback: count remote module executions per host, and every task result per host.
 
-Counted: every task result (and every loop item) of a module that ran on a tray. Not counted:
+Module runs: every task result (and every loop item) of a module that ran on a tray. Not counted:
 actions that run on the controller (assert, debug, set_fact, include_*, meta, ...) and tasks
-delegated to localhost. Writes {"per_host": {host: n}, "total": n} to $BENCH_COUNT_FILE at the end.
+delegated to localhost. Task results: one per task and host, whatever its action or outcome
+(skipped included): each costs the controller a worker process and the host's variables, which is
+the controller's share of a run. Writes {"per_host": {host: n}, "total": n, "task_results": n} to
+$BENCH_COUNT_FILE at the end.
 """
 from __future__ import annotations
 
@@ -37,6 +40,10 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         self.per_host = {}
+        self.task_results = 0
+
+    def _task_result(self, result):
+        self.task_results += 1
 
     def _count(self, result):
         action = result._task.action.split(".")[-1]
@@ -50,8 +57,16 @@ class CallbackModule(CallbackBase):
         host = result._host.get_name()
         self.per_host[host] = self.per_host.get(host, 0) + 1
 
-    v2_runner_on_ok = _count
-    v2_runner_on_failed = _count
+    def v2_runner_on_ok(self, result):
+        self._task_result(result)
+        self._count(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._task_result(result)
+        self._count(result)
+
+    v2_runner_on_skipped = _task_result
+    v2_runner_on_unreachable = _task_result
     v2_runner_item_on_ok = _count
     v2_runner_item_on_failed = _count
 
@@ -59,4 +74,5 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("BENCH_COUNT_FILE")
         if path:
             with open(path, "w") as handle:
-                json.dump({"per_host": self.per_host, "total": sum(self.per_host.values())}, handle)
+                json.dump({"per_host": self.per_host, "total": sum(self.per_host.values()),
+                           "task_results": self.task_results}, handle)
