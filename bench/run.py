@@ -153,14 +153,14 @@ def tuning(reps, trays):
 
 def summarise(name, racks, trays, samples, floor_median=None):
     walls = [s[0] for s in samples]
-    per_tray = [s[2]["total"] / float(racks * trays) for s in samples]
+    all_trays = float(racks * trays)
     median = statistics.median(walls)
     return {
         "name": name, "racks": racks, "trays": racks * trays,
         "wall_median_s": round(median, 2), "wall_min_s": round(min(walls), 2), "wall_max_s": round(max(walls), 2),
         "ratio_to_floor": round(median / floor_median, 2) if floor_median else 1.0,
-        "module_runs_per_tray": round(statistics.median(per_tray), 2),
-        "task_results_per_tray": round(statistics.median(s[2]["task_results"] / float(racks * trays) for s in samples), 2),
+        "module_runs_per_tray": round(statistics.median(s[2]["total"] / all_trays for s in samples), 2),
+        "task_results_per_tray": round(statistics.median(s[2]["task_results"] / all_trays for s in samples), 2),
         "controller_cpu_s": round(statistics.median(s[1] for s in samples), 2),
     }
 
