@@ -14,7 +14,7 @@ def fabric_problems(model, fabric_by_host):
     """Return one sentence per problem; an empty list means the grouping matches the fabric.
 
     model: the domain model (see _domain.build_model); fabric_by_host: host -> the result of
-    rackscale.imex.imex_fabric_info on that tray (keys cluster_uuid, clique_id, fabric_ok,
+    rackscale.imex.imex_tray_info on that tray (keys cluster_uuid, clique_id, fabric_ok,
     problems), or a dict with 'unreachable'/'failed' and 'msg' when the tray gave no answer.
     """
     problems = []

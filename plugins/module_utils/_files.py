@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import glob
 import grp
+import hashlib
 import os
 import pwd
 import re
@@ -121,6 +122,33 @@ def read_bytes(path):
             return handle.read()
     except OSError as exc:
         raise FileOpError("cannot read %s: %s" % (path, _os_reason(exc))) from exc
+
+
+def describe_file(path):
+    """What a write of ``path`` would compare against, read once for a play to decide on.
+
+    Returns {exists, sha256, content, uid, gid, mode, error}: the target's bytes as their SHA-256
+    and, when they are UTF-8, as text; owner, group and permission bits as numbers and an octal
+    string. ``error`` names what made the file unreadable (then the other keys are null), so the
+    caller runs the write module, which reports it properly. Symbolic links are followed as
+    :func:`replace_file` follows them.
+    """
+    described = dict(exists=False, sha256=None, content=None, uid=None, gid=None, mode=None, error=None)
+    try:
+        data = read_bytes(path)
+        if data is None:
+            return described
+        st = os.stat(_resolve_target(path))
+    except (FileOpError, OSError) as exc:
+        described["error"] = str(exc)
+        return described
+    described.update(exists=True, sha256=hashlib.sha256(data).hexdigest(), uid=st.st_uid, gid=st.st_gid,
+                     mode="%04o" % stat.S_IMODE(st.st_mode))
+    try:
+        described["content"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass  # the hash still says whether the bytes match; an edit in place needs the module
+    return described
 
 
 def read_text(path):

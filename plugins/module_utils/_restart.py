@@ -26,7 +26,11 @@ def restart_plan(domains, hostvars, play_hosts):
         results = dict((tray, _results(hostvars[tray])) for tray in in_play)
         by_checksum = {}
         for tray in in_play:
-            by_checksum.setdefault(results[tray][NODES_VAR].get("checksum"), []).append(tray)
+            # A tray whose write was skipped (its read showed the list in place) has no checksum:
+            # the comparison covers the trays written now.
+            checksum = results[tray][NODES_VAR].get("checksum")
+            if checksum is not None:
+                by_checksum.setdefault(checksum, []).append(tray)
         if len(by_checksum) > 1:
             problems.append("domain %s: trays hold different node lists (%s); the daemons would answer !M!. "
                             "Nothing was restarted." % (name, "; ".join(

@@ -10,7 +10,7 @@ import pytest
 from conftest import run_playbook, write_inventory
 
 # Every module the playbooks run on a tray (the lock is delegated to each domain's first tray).
-TRAY_MODULES = {"rackscale.imex.imex_fabric_info", "rackscale.imex.imex_channel", "rackscale.imex.imex_lock",
+TRAY_MODULES = {"rackscale.imex.imex_tray_info", "rackscale.imex.imex_channel", "rackscale.imex.imex_lock",
                 "rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config", "rackscale.imex.imex_status",
                 "ansible.builtin.systemd_service", "ansible.builtin.file", "ansible.builtin.copy",
                 "ansible.builtin.command", "ansible.builtin.reboot"}

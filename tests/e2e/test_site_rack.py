@@ -69,6 +69,9 @@ def test_check_mode_on_fresh_trays_changes_nothing_and_predicts_the_first_run(fi
     assert real.rc == 0, real.stdout[-6000:]
     assert check.changed_hosts() == real.changed_hosts() == sorted(all_trays(simulated_rack))
     assert changes_of(check, FILE_TASKS) == changes_of(real, FILE_TASKS)
+    # The run's read of each tray found the fresh daemons stopped: a first converge only starts them.
+    assert [task for _, task, _, _ in real.ok_results() if task == "Stop IMEX daemon"] == []
+    assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == sorted(all_trays(simulated_rack))
 
 
 def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_runs, reports, simulated_rack):
@@ -120,6 +123,11 @@ def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, re
     check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
                          check=True, diff=True)
     assert check.rc == 0 and check.changed_hosts() == []
+    # Each tray is read once; the files it already holds are not written again.
+    trays = sorted(all_trays(simulated_rack))
+    for run in (again, check):
+        assert sorted(host for host, _ in run.ok_tasks("rackscale.imex.imex_tray_info")) == trays
+        assert run.ok_tasks("rackscale.imex.imex_nodes_config") == run.ok_tasks("rackscale.imex.imex_config") == []
 
 
 def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):

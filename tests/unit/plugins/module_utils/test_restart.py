@@ -52,3 +52,18 @@ def test_differing_node_lists_are_named_and_never_restarted():
     assert plan["restart"] == {}
     assert plan["problems"] == ["domain rack1: trays hold different node lists (9f2c9f2c9f2c on t1, t3; "
                                 "aaaaaaaaaaaa on t2); the daemons would answer !M!. Nothing was restarted."]
+
+
+def test_trays_whose_write_was_skipped_restart_with_a_changed_domain_and_are_not_compared():
+    skipped = {"imex_daemon_nodes_result": {"changed": False, "skipped": True},
+               "imex_daemon_config_result": {"changed": False, "skipped": True}}
+    hostvars = {"t1": tray(changed_nodes=True), "t2": skipped, "t3": tray()}
+    plan = restart_plan({"rack1": ["t1", "t2", "t3"]}, hostvars, ["t1", "t2", "t3"])
+    assert plan == {"problems": [], "restart": {"t1": ["t1"], "t2": ["t1"], "t3": ["t1"]}}
+
+
+def test_a_domain_whose_writes_were_all_skipped_restarts_nothing():
+    skipped = {"imex_daemon_nodes_result": {"changed": False, "skipped": True},
+               "imex_daemon_config_result": {"changed": False, "skipped": True}}
+    plan = restart_plan({"rack1": ["t1", "t2"]}, {"t1": skipped, "t2": skipped}, ["t1", "t2"])
+    assert plan == {"problems": [], "restart": {}}

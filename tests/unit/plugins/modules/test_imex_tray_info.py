@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""imex_fabric_info: command line, strict / non-strict verdicts, warnings, failures."""
+"""imex_tray_info: command line, strict / non-strict verdicts, warnings, failures; files and services read."""
 from __future__ import annotations
 
+import hashlib
 import os
 from unittest import mock
 
@@ -10,7 +11,7 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.rackscale.imex.plugins.modules import imex_fabric_info
+from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
 
 SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'smi')
 SMI = '/usr/bin/nvidia-smi'
@@ -25,7 +26,10 @@ def sample(name):
 
 @pytest.fixture
 def run(run_module):
-    """run(args, answer, bins=None, check=False) -> (succeeded, result, the commands run) of one imex_fabric_info run."""
+    """run(args, answer, bins=None, check=False) -> (succeeded, result, the commands run) of one imex_tray_info run.
+
+    answer is the (rc, stdout, stderr) of every command, or a function of the command giving it.
+    """
     def _run(args, answer, bins=None, check=False):
         bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT} if bins is None else bins
         calls = []
@@ -35,10 +39,10 @@ def run(run_module):
 
         def run_command(self, cmd, **kwargs):
             calls.append(list(cmd))
-            return answer
+            return answer(cmd) if callable(answer) else answer
 
         with mock.patch.multiple(basic.AnsibleModule, get_bin_path=get_bin_path, run_command=run_command):
-            result = run_module(imex_fabric_info, args, check=check)
+            result = run_module(imex_tray_info, args, check=check)
         return result['_exit_code'] == 0, result, calls
     return _run
 
@@ -55,6 +59,7 @@ def test_registered_tray(run):
     assert [gpu['bus_id'] for gpu in result['gpus']] == [
         '00000008:01:00.0', '00000009:01:00.0', '00000018:01:00.0', '00000019:01:00.0']
     assert 'warnings' not in result
+    assert result['files'] == {} and result['services'] == {}
 
 
 def test_check_mode_is_the_same(run):
@@ -118,3 +123,52 @@ def test_unreadable_output_carries_raw(run):
     assert not ok
     assert result['raw'] == text
     assert 'no "GPU <bus id>" sections' in result['msg']
+
+
+SYSTEMCTL = '/usr/bin/systemctl'
+
+
+def test_files_are_described_as_a_write_would_compare_them(run, tmp_path):
+    nodes = tmp_path / 'nodes_config.cfg'
+    nodes.write_bytes(b'198.18.1.1\n198.18.1.2\n')
+    nodes.chmod(0o640)
+    latin1 = tmp_path / 'config.cfg'
+    latin1.write_bytes(b'LOG_LEVEL=4 # caf\xe9\n')
+    link = tmp_path / 'link.cfg'
+    link.symlink_to(nodes)
+    paths = [str(nodes), str(latin1), str(link), str(tmp_path / 'missing.cfg'), str(tmp_path)]
+    ok, result, _calls = run({'files': paths}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok
+    files = result['files']
+    assert files[str(nodes)] == {
+        'exists': True, 'sha256': hashlib.sha256(b'198.18.1.1\n198.18.1.2\n').hexdigest(),
+        'content': '198.18.1.1\n198.18.1.2\n', 'uid': os.getuid(), 'gid': os.getgid(), 'mode': '0640', 'error': None}
+    assert files[str(latin1)]['exists'] is True and files[str(latin1)]['content'] is None
+    assert files[str(latin1)]['sha256'] == hashlib.sha256(b'LOG_LEVEL=4 # caf\xe9\n').hexdigest()
+    assert files[str(link)] == files[str(nodes)]
+    assert files[str(tmp_path / 'missing.cfg')] == {
+        'exists': False, 'sha256': None, 'content': None, 'uid': None, 'gid': None, 'mode': None, 'error': None}
+    assert files[str(tmp_path)]['error'] == '%s exists but is not a regular file' % tmp_path
+    assert files[str(tmp_path)]['exists'] is False
+
+
+def test_service_states_come_from_systemctl_is_active(run):
+    def answer(cmd):
+        if cmd[-1] == 'nvidia-imex':
+            return 3, 'inactive\n', ''
+        if cmd[-1] == 'simdriver':
+            return 0, 'active\n', ''
+        if cmd[-1] == 'wedged':
+            return 124, '', ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, calls = run({'services': ['nvidia-imex', 'simdriver', 'wedged']}, answer,
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
+    assert ok
+    assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None}
+    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-active', '--', 'nvidia-imex'] in calls
+
+
+def test_service_state_is_unknown_without_systemctl(run):
+    ok, result, calls = run({'services': ['nvidia-imex']}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and result['services'] == {'nvidia-imex': None}
+    assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]

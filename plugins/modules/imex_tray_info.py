@@ -6,17 +6,23 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: imex_fabric_info
-short_description: Read the NVLink fabric registration of every GPU of a tray
+module: imex_tray_info
+short_description: Read a tray once for IMEX, its NVLink fabric registration and the state of its IMEX files and services
 version_added: 0.1.0
 author: rackscale.imex maintainers (!UNKNOWN)
 description:
+  - One module run per tray gives a play everything it compares before changing anything, so a
+    re-run of a healthy rack writes nothing and runs no write module there.
   - Runs C(nvidia-smi -q) and reads the C(Fabric) block of every GPU (State, Status, CliqueId,
     ClusterUUID, Health Summary).
   - A tray is ready for IMEX (RV(fabric_ok)) when every GPU has State C(Completed) and Status
     C(Success), a non-zero CliqueId and a non-zero ClusterUUID, and all GPUs agree on both.
   - ClusterUUID identifies the NVLink domain (rack) and CliqueId the NVLink partition; all trays of
     one IMEX domain must report the same pair. Compare RV(cluster_uuid) and RV(clique_id) across trays.
+  - Describes each file of O(files) (checksum, text, owner, group, mode) and reports the state of each
+    systemd unit of O(services), for example so that M(rackscale.imex.imex_nodes_config) and
+    M(rackscale.imex.imex_config) run only where the filter P(rackscale.imex.imex_daemon_drift#filter)
+    says they would change something.
   - Read-only; changes nothing on the target.
 options:
   nvidia_smi:
@@ -30,6 +36,18 @@ options:
       - With V(false) the module succeeds and reports RV(fabric_ok=false) and RV(problems).
     type: bool
     default: true
+  files:
+    description:
+      - Files to describe in RV(files). Symbolic links are followed.
+    type: list
+    elements: path
+    default: []
+  services:
+    description:
+      - systemd units whose state (C(systemctl is-active)) to report in RV(services).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Can run in check mode and return the same report without modifying the target.
@@ -50,14 +68,18 @@ notes:
   - Fabric registration is done by the NVLink fabric (NMX / fabric manager). A GPU stuck in
     C(In Progress) or with Status C(Insufficient Resources) cannot be fixed by IMEX configuration.
   - When coreutils C(timeout) is available, C(nvidia-smi) is stopped after 120 seconds so that a
-    stuck GPU cannot hang the play.
+    stuck GPU cannot hang the play. C(systemctl is-active) is bounded to 30 seconds the same way.
+  - RV(files) and RV(services) are what the tray held when it was read; a play that decides on them
+    acts on that moment.
 seealso:
   - module: rackscale.imex.imex_status
+  - module: rackscale.imex.imex_nodes_config
+  - module: rackscale.imex.imex_config
 """
 
 EXAMPLES = r"""
 - name: Check that every GPU of the tray is registered with the NVLink fabric
-  rackscale.imex.imex_fabric_info:
+  rackscale.imex.imex_tray_info:
   register: fabric
 
 - name: All trays of the rack share one NVLink domain and partition
@@ -67,10 +89,15 @@ EXAMPLES = r"""
       - groups['rack1'] | map('extract', hostvars, ['fabric', 'clique_id']) | unique | length == 1
   run_once: true
 
-- name: Report without failing
-  rackscale.imex.imex_fabric_info:
+- name: Report without failing, with the daemon's files and service
+  rackscale.imex.imex_tray_info:
     strict: false
-  register: fabric_report
+    files:
+      - /etc/nvidia-imex/nodes_config.cfg
+      - /etc/nvidia-imex/config.cfg
+    services:
+      - nvidia-imex
+  register: tray_info
 """
 
 RETURN = r"""
@@ -137,6 +164,49 @@ problems:
   sample:
     - "GPUs 0-3: fabric state is In Progress, not Completed (the GPU has not finished registering with the
        NVLink fabric; wait, or check the NVLink fabric manager / NMX)"
+files:
+  description: Each path of O(files) mapped to its description.
+  returned: success
+  type: dict
+  sample:
+    /etc/nvidia-imex/nodes_config.cfg:
+      exists: true
+      sha256: 4b2c0b0c8e6f1f0ec5bb2a33fa0cf0b1a4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9
+      content: "198.18.1.1\n198.18.1.2\n"
+      uid: 0
+      gid: 0
+      mode: "0644"
+      error: null
+  contains:
+    exists:
+      description: The path is a file (a link is described by its target).
+      type: bool
+    sha256:
+      description: SHA-256 of the file's bytes; null when it does not exist.
+      type: str
+    content:
+      description: The file's text; null when it does not exist or is not UTF-8.
+      type: str
+    uid:
+      description: Owner of the file.
+      type: int
+    gid:
+      description: Group of the file.
+      type: int
+    mode:
+      description: Permission bits, in octal.
+      type: str
+    error:
+      description: Why the file could not be read (then the other keys are null), for example not a regular file.
+      type: str
+services:
+  description:
+    - Each unit of O(services) mapped to the first word C(systemctl is-active) printed (C(active),
+      C(inactive), C(failed), C(activating), ...).
+    - Null when C(systemctl) is not installed or did not answer.
+  returned: success
+  type: dict
+  sample: {nvidia-imex: active}
 raw:
   description: Output of nvidia-smi that could not be parsed.
   returned: when the output could not be parsed
@@ -145,10 +215,36 @@ raw:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rackscale.imex.plugins.module_utils import _fabric
+from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 
 _SMI_TIMEOUT_SECONDS = '120'
 _KILL_GRACE_SECONDS = '5'
 _HUNG_RCS = (124, 137)
+_SYSTEMCTL_TIMEOUT_SECONDS = '30'
+
+
+def _bounded(module, args, seconds):
+    """args behind coreutils timeout when it is there (a wedged GPU or systemd can hang a call)."""
+    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
+    if timeout_path:
+        return [timeout_path, '-k', _KILL_GRACE_SECONDS, seconds] + args, True
+    return args, False
+
+
+def service_states(module, units):
+    """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
+    states = dict((unit, None) for unit in units)
+    systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if units else None
+    if not systemctl:
+        return states
+    for unit in units:
+        args, bounded = _bounded(module, [systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        # is-active exits non-zero for every state but active; the state is on stdout either way.
+        rc, out, _err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+        words = out.split()
+        if words and not (bounded and rc in _HUNG_RCS):
+            states[unit] = words[0]
+    return states
 
 
 def main():
@@ -156,6 +252,8 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type='path'),
             strict=dict(type='bool', default=True),
+            files=dict(type='list', elements='path', default=[]),
+            services=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -164,13 +262,9 @@ def main():
         module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
                              'utilities or set nvidia_smi')
 
-    args = [smi, '-q']
-    # Bound nvidia-smi when coreutils is there; a GPU in a bad state can make it hang.
-    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
-    if timeout_path:
-        args = [timeout_path, '-k', _KILL_GRACE_SECONDS, _SMI_TIMEOUT_SECONDS] + args
+    args, bounded = _bounded(module, [smi, '-q'], _SMI_TIMEOUT_SECONDS)
     rc, out, err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
-    if timeout_path and rc in _HUNG_RCS:
+    if bounded and rc in _HUNG_RCS:
         module.fail_json(msg='%s -q did not finish within %s s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
                          rc=rc, stdout=out, stderr=err)
     if rc != 0:
@@ -184,7 +278,10 @@ def main():
     summary = _fabric.summarise_tray(gpus)
     for warning in summary.pop('warnings'):
         module.warn(warning)
-    result = dict(changed=False, **summary)
+    result = dict(changed=False,
+                  files=dict((path, describe_file(path)) for path in module.params['files']),
+                  services=service_states(module, module.params['services']),
+                  **summary)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
     module.exit_json(**result)
