@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,16 @@ class Bed:
         return path
 
     def down(self):
-        subprocess.run([SIMRACK, "down"], env=self.env, capture_output=True, text=True, check=False)
+        return subprocess.run([SIMRACK, "down"], env=self.env, capture_output=True, text=True, check=False)
+
+    def close(self):
+        """Tear the bed down for good: its state dir goes too, unless the teardown failed (it holds the record)."""
+        result = self.down()
+        state = self.env["SIMRACK_STATE"]
+        if result.returncode == 0:
+            shutil.rmtree(state, ignore_errors=True)
+        else:
+            sys.stderr.write("simrack down failed; its record stays in %s:\n%s%s" % (state, result.stdout, result.stderr))
 
 
 def timed(command, count_file, settings=None):
@@ -129,7 +139,7 @@ def tuning(reps, trays):
             for name, command, settings in TUNING:
                 samples[name].append(timed(commands[command](bed.inventory), count_file, settings))
     finally:
-        bed.down()
+        bed.close()
     baseline = statistics.median(s[0] for s in samples[TUNING[0][0]])
     results = []
     for name, _, settings in TUNING:
@@ -194,7 +204,7 @@ def main():
             samples["floor_2racks"].append(timed(ping(bed.inventory), count_file))
             samples["site_nochange_2racks"].append(timed(playbook("playbooks/site.yml", bed.inventory), count_file))
     finally:
-        bed.down()
+        bed.close()
     floor = statistics.median(s[0] for s in samples["floor"])
     floor2 = statistics.median(s[0] for s in samples["floor_2racks"])
     results = [summarise(name, 2 if name.endswith("2racks") else 1, args.trays, samples[name],
