@@ -12,19 +12,21 @@ module runs, with its own checks and messages.
 """
 from __future__ import annotations
 
-import hashlib
-
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import (
     ConfigError,
     apply_settings,
     validate_settings,
 )
-from ansible_collections.rackscale.imex.plugins.module_utils._nodes import NodesError, render_nodes, validate_nodes
-
-# imex_nodes_config's default owner, group and mode, which the imex_daemon role keeps.
-NODES_FILE_UID = 0
-NODES_FILE_GID = 0
-NODES_FILE_MODE = "0644"
+from ansible_collections.rackscale.imex.plugins.module_utils._files import resolve_gid, resolve_uid
+from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
+    FILE_GROUP,
+    FILE_MODE,
+    FILE_OWNER,
+    NodesError,
+    nodes_checksum,
+    render_nodes,
+    validate_nodes,
+)
 
 
 def _read(observed):
@@ -43,9 +45,10 @@ def nodes_file_drifts(observed, nodes, max_nodes=18):
         content = render_nodes(validate_nodes(list(nodes), max_nodes=int(max_nodes)))
     except (NodesError, TypeError, ValueError):
         return True
-    return (hashlib.sha256(content.encode("utf-8")).hexdigest() != described["sha256"]
-            or described["uid"] != NODES_FILE_UID or described["gid"] != NODES_FILE_GID
-            or described["mode"] != NODES_FILE_MODE)
+    # root is uid and gid 0 on the controller as on every tray.
+    return (nodes_checksum(content) != described["sha256"]
+            or described["uid"] != resolve_uid(FILE_OWNER) or described["gid"] != resolve_gid(FILE_GROUP)
+            or described["mode"] != FILE_MODE)
 
 
 def config_file_drifts(observed, settings):

@@ -10,6 +10,7 @@ the same list in the same order, so validation errors always name the position o
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 import socket
@@ -158,6 +159,17 @@ def validate_nodes(entries, max_nodes=18, allow_mixed_families=False, allow_host
     if problems:
         raise NodesError(problems)
     return valid
+
+
+# Owner, group and mode of nodes_config.cfg: imex_nodes_config's defaults, which the roles keep.
+FILE_OWNER = "root"
+FILE_GROUP = "root"
+FILE_MODE = "0644"
+
+
+def nodes_checksum(content):
+    """SHA-256 of rendered nodes_config.cfg content: what imex_nodes_config returns as its checksum."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 def render_nodes(entries):

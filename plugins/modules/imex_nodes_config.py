@@ -116,7 +116,6 @@ diff:
   type: dict
 """
 
-import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -127,8 +126,12 @@ from ansible_collections.rackscale.imex.plugins.module_utils._files import (
     replace_file,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
+    FILE_GROUP,
+    FILE_MODE,
+    FILE_OWNER,
     NodesError,
     find_local,
+    nodes_checksum,
     render_nodes,
     validate_nodes,
 )
@@ -144,9 +147,9 @@ def main():
             allow_hostnames=dict(type="bool", default=True),
             require_local=dict(type="bool", default=False),
             backup=dict(type="bool", default=False),
-            owner=dict(type="str", default="root"),
-            group=dict(type="str", default="root"),
-            mode=dict(type="str", default="0644"),
+            owner=dict(type="str", default=FILE_OWNER),
+            group=dict(type="str", default=FILE_GROUP),
+            mode=dict(type="str", default=FILE_MODE),
         ),
         supports_check_mode=True,
     )
@@ -183,7 +186,7 @@ def main():
     result = dict(
         changed=created_dir or outcome["changed"],
         nodes=[entry.text for entry in entries],
-        checksum=hashlib.sha256(content.encode("utf-8")).hexdigest(),
+        checksum=nodes_checksum(content),
         local_index=local[0] if local else None,
     )
     if outcome["backup_file"]:
