@@ -223,26 +223,25 @@ _HUNG_RCS = (124, 137)
 _SYSTEMCTL_TIMEOUT_SECONDS = '30'
 
 
-def _bounded(module, args, seconds):
+def _bounded(timeout_path, args, seconds):
     """args behind coreutils timeout when it is there (a wedged GPU or systemd can hang a call)."""
-    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
     if timeout_path:
-        return [timeout_path, '-k', _KILL_GRACE_SECONDS, seconds] + args, True
-    return args, False
+        return [timeout_path, '-k', _KILL_GRACE_SECONDS, seconds] + args
+    return args
 
 
-def service_states(module, units):
+def service_states(module, timeout_path, units):
     """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
     states = dict((unit, None) for unit in units)
     systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if units else None
     if not systemctl:
         return states
     for unit in units:
-        args, bounded = _bounded(module, [systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        args = _bounded(timeout_path, [systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
         # is-active exits non-zero for every state but active; the state is on stdout either way.
         rc, out, _err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
         words = out.split()
-        if words and not (bounded and rc in _HUNG_RCS):
+        if words and not (timeout_path and rc in _HUNG_RCS):
             states[unit] = words[0]
     return states
 
@@ -262,9 +261,10 @@ def main():
         module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
                              'utilities or set nvidia_smi')
 
-    args, bounded = _bounded(module, [smi, '-q'], _SMI_TIMEOUT_SECONDS)
-    rc, out, err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
-    if bounded and rc in _HUNG_RCS:
+    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
+    rc, out, err = module.run_command(_bounded(timeout_path, [smi, '-q'], _SMI_TIMEOUT_SECONDS),
+                                      environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    if timeout_path and rc in _HUNG_RCS:
         module.fail_json(msg='%s -q did not finish within %s s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
                          rc=rc, stdout=out, stderr=err)
     if rc != 0:
@@ -280,7 +280,7 @@ def main():
         module.warn(warning)
     result = dict(changed=False,
                   files=dict((path, describe_file(path)) for path in module.params['files']),
-                  services=service_states(module, module.params['services']),
+                  services=service_states(module, timeout_path, module.params['services']),
                   **summary)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
