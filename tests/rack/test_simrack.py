@@ -422,3 +422,49 @@ def test_down_leaves_nothing_behind(rack):
     leftovers = subprocess.run(["pgrep", "-f", str(rack.state)], capture_output=True, text=True).stdout
     assert leftovers == "", f"processes still mention the state dir: {leftovers}"
     assert {name: sysctl(name) for name in SYSCTLS} == rack.sysctls_before
+
+
+def load_simrack():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("simrack_script", str(SIMRACK))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    sys.modules[loader.name] = module       # its dataclasses look their module up there
+    loader.exec_module(module)
+    return module
+
+
+def test_control_dir_removal_survives_a_master_unlinking_its_socket(tmp_path, monkeypatch):
+    """The teardown failure seen in CI: an exiting ssh master removed its socket under rmtree."""
+    simrack = load_simrack()
+    control = tmp_path / "cm"
+    control.mkdir()
+    (control / "198.18.1.11").write_text("")
+    (control / "198.18.1.12").write_text("")
+    real_rmtree, calls = shutil.rmtree, []
+
+    def racing_rmtree(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 1:          # the master unlinks its socket after rmtree listed it
+            (control / "198.18.1.11").unlink()
+            raise FileNotFoundError(2, "No such file or directory", "198.18.1.11")
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(simrack.shutil, "rmtree", racing_rmtree)
+    simrack.remove_tree_racing_owners(control)
+    assert not control.exists()
+    assert len(calls) == 2
+
+
+def test_control_dir_removal_raises_a_race_that_persists(tmp_path, monkeypatch):
+    simrack = load_simrack()
+    control = tmp_path / "cm"
+    control.mkdir()
+
+    def always_racing(path, *args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "socket")
+
+    monkeypatch.setattr(simrack.shutil, "rmtree", always_racing)
+    with pytest.raises(FileNotFoundError):
+        simrack.remove_tree_racing_owners(control, attempts=3)
+    assert control.exists()
