@@ -15,11 +15,8 @@ import types
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.rackscale.imex.plugins.module_utils._files import (
-    FileOpError,
-    ensure_directory,
-    replace_local,
-)
+from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, ensure_directory
+from ansible_collections.rackscale.imex.plugins.plugin_utils._local_files import replace_local
 
 ARGUMENT_SPEC = {
     "dir": {"type": "path", "required": True},

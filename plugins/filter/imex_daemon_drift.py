@@ -3,7 +3,7 @@
 """Filter: which of the daemon's files a write would change, from one read of the tray."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._drift import config_file_drifts, nodes_file_drifts
+from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import config_file_drifts, nodes_file_drifts
 
 
 def imex_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes=18):

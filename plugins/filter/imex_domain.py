@@ -1,7 +1,7 @@
 # Copyright: contributors to rackscale.imex
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters over the controller-side IMEX domain model (plugins/module_utils/_domain.py).
+"""Filters over the controller-side IMEX domain model (plugins/plugin_utils/_domain.py).
 
 Documentation of each filter: the sibling files imex_domain_model.yml, imex_domain_check_play.yml
 and imex_domain_partial.yml.
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleError, AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible_collections.rackscale.imex.plugins.module_utils._domain import (
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     DEFAULT_MAX_NODES,
     DEFAULT_PARENT,
     HOST_VAR_KEYS,

@@ -3,7 +3,7 @@
 """Filter: compare tray fabric identities with the inventory's IMEX domains."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
 
 
 def imex_fabric_problems(model, fabric_by_host):

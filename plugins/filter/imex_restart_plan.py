@@ -3,7 +3,7 @@
 """Filter: which trays restart after the daemon files were written, computed once per step."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._restart import restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
 
 
 def imex_restart_plan(domains, hostvars, play_hosts):

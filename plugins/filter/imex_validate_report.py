@@ -3,7 +3,7 @@
 """Filter: verdict and JSON report of one IMEX domain."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._report import domain_report
+from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 
 
 def imex_validate_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0):

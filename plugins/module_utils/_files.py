@@ -357,24 +357,6 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
     return result
 
 
-def replace_local(path, content, mode):
-    """Make ``path`` hold exactly ``content`` (str or bytes) with ``mode``, without an AnsibleModule.
-
-    For controller-side writers (action plugins), which have no ``module.atomic_move``: a
-    temporary file in the target's directory, flushed to disk and given ``mode``, then
-    ``os.replace``. The target keeps its old content or has the complete new one, and a failure
-    leaves no temporary file behind. The file is always rewritten (no comparison, no diff).
-    """
-    target = os.path.abspath(path)
-    tmp_path = _write_temp(os.path.dirname(target), os.path.basename(target), _encode(content),
-                           None, None, mode, path)
-    try:
-        os.replace(tmp_path, target)
-    except OSError as exc:
-        _discard(tmp_path)
-        raise FileOpError("cannot replace %s: %s" % (path, _os_reason(exc))) from exc
-
-
 def remove_file(module, path, backup=False):
     """Make sure ``path`` does not exist. Returns the same dict shape as :func:`replace_file`."""
     if os.path.isdir(path) and not os.path.islink(path):

@@ -1,8 +1,8 @@
-"""Tests for the domain verdict and report (plugins/module_utils/_report.py)."""
+"""Tests for the domain verdict and report (plugins/plugin_utils/_report.py)."""
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_validate_report import imex_validate_report
-from ansible_collections.rackscale.imex.plugins.module_utils._report import domain_report
+from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 
 MODEL = {"domains": {"rack1": {
     "addresses": ["198.18.1.11", "198.18.1.12"],

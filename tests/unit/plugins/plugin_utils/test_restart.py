@@ -2,7 +2,7 @@
 """Restart plan: every tray of a changed domain restarts together; differing node lists never do."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._restart import restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
 
 SAME = "9f2c" * 10
 

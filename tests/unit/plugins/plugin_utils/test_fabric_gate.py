@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.module_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
 
 RACK_A = "dc6e40c4-d722-4357-9ba6-5291dd461278"
 RACK_B = "0b5b2b7e-2f3c-4c55-9a51-6f0d9a1d0c11"

@@ -1,4 +1,4 @@
-"""Unit tests for the controller-side IMEX domain model (plugins/module_utils/_domain.py)."""
+"""Unit tests for the controller-side IMEX domain model (plugins/plugin_utils/_domain.py)."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.module_utils._domain import (
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     DomainModelError,
     build_model,
     check_play,
