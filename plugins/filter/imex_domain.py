@@ -3,8 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters over the controller-side IMEX domain model (plugins/plugin_utils/_domain.py).
 
-Documentation of each filter: the sibling files imex_domain_model.yml, imex_domain_check_play.yml
-and imex_domain_partial.yml.
+Documentation: the sibling file imex_domain_model.yml.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     HOST_VAR_KEYS,
     DomainModelError,
     build_model,
-    check_play,
-    partial_domains,
 )
 
 
@@ -107,15 +104,6 @@ def _flag(value, argument):
         raise AnsibleFilterError("%s must be true or false, got %r" % (argument, value)) from None
 
 
-def _host_list(value, argument):
-    if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise AnsibleFilterError(
-            "%s must be a list of inventory host names (for example ansible_play_hosts_all), got %s"
-            % (argument, type(value).__name__)
-        )
-    return [str(host) for host in value]
-
-
 def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT_MAX_NODES,
                       allow_mixed_families=False, driver_version=None, domains=None,
                       require_declared_size=False, job_slice_count=1):
@@ -156,28 +144,10 @@ def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT
         raise AnsibleFilterError(str(exc)) from None
 
 
-def imex_domain_check_play(model, play_hosts):
-    """True when every tray of the play is in a domain; fails naming the others."""
-    try:
-        return check_play(model, _host_list(play_hosts, "imex_domain_check_play's argument"))
-    except DomainModelError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-
-
-def imex_domain_partial(model, play_hosts):
-    """Domains of which only some trays are in the play."""
-    try:
-        return partial_domains(model, _host_list(play_hosts, "imex_domain_partial's argument"))
-    except DomainModelError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-
-
 class FilterModule(object):
     """IMEX domain model filters."""
 
     def filters(self):
         return {
             "imex_domain_model": imex_domain_model,
-            "imex_domain_check_play": imex_domain_check_play,
-            "imex_domain_partial": imex_domain_partial,
         }

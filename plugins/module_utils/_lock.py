@@ -9,8 +9,9 @@ The lock is a small JSON file::
     {"owner": "<run id>", "since": <epoch seconds>, "since_utc": "YYYY-MM-DD HH:MM:SS UTC",
      "hostname": "<tray>"}
 
-* Acquire creates it with ``O_CREAT | O_EXCL``: of two runs that find the tray free, exactly one
-  gets it. The same owner finding its own lock is an idempotent re-acquire.
+* Acquire creates it by hard-linking a fully written file into place (link fails when the name
+  exists): of two runs that find the tray free, exactly one gets it, and no run ever reads a lock
+  that is still being written. The same owner finding its own lock is an idempotent re-acquire.
 * Removing a lock (release by its owner, takeover of one abandoned by a crashed run) happens under
   an ``flock`` on ``<path>.guard`` and only after re-reading the file under that guard. Two runs
   that find the same abandoned lock therefore cannot both take it over, and a release never
@@ -31,6 +32,7 @@ import math
 import os
 import socket
 import stat
+import tempfile
 import time
 
 DEFAULT_PATH = "/run/lock/rackscale-imex.lock"
@@ -143,12 +145,16 @@ def read_lock(path):
 
 
 def create(path, record):
-    """Create the lock file atomically. True when created, False when a lock file already exists."""
+    """Create the lock file atomically. True when created, False when a lock file already exists.
+
+    The record is written to a temporary file first and then hard-linked into place (link fails
+    when the name exists), so another run never reads a lock file that is still empty or half
+    written: it always finds no lock or the whole record of its holder.
+    """
     data = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, LOCK_MODE)
-    except FileExistsError:
-        return False
+        fd, tmp_path = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".new", dir=directory)
     except OSError as exc:
         raise LockError("cannot create lock file %s: %s" % (path, _reason(exc))) from exc
     try:
@@ -160,9 +166,13 @@ def create(path, record):
             os.fsync(fd)
         finally:
             os.close(fd)
+        os.link(tmp_path, path)
+    except FileExistsError:
+        return False
     except OSError as exc:
-        _unlink_quietly(path)
         raise LockError("cannot write lock file %s: %s" % (path, _reason(exc))) from exc
+    finally:
+        _unlink_quietly(tmp_path)
     return True
 
 

@@ -475,23 +475,3 @@ def check_play(model, play_hosts):
     if problems:
         raise DomainModelError(problems)
     return True
-
-
-def partial_domains(model, play_hosts):
-    """Domains only partly in the play: {name: {'in_play': [...], 'outside_play': [...]}}.
-
-    A node-list or config change restarts every tray of a domain together, so a change on such a
-    domain needs trays outside the play (``--limit``, serial batches); the imex_daemon role refuses it.
-    """
-    domains = _model_parts(model)[1]
-    in_play = set(play_hosts)
-    result = {}
-    for name, domain in domains.items():
-        hosts = [node["host"] for node in domain["nodes"]]
-        inside = [host for host in hosts if host in in_play]
-        if inside and len(inside) < len(hosts):
-            result[name] = {
-                "in_play": inside,
-                "outside_play": [host for host in hosts if host not in in_play],
-            }
-    return result

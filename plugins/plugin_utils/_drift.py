@@ -61,3 +61,15 @@ def config_file_drifts(observed, settings):
     except (ConfigError, TypeError, ValueError):
         return True
     return wanted != described["content"]
+
+
+def daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes):
+    """{nodes, config}: would writing the node list / the config change the tray, from its read.
+
+    tray_info is the tray's imex_tray_info result ({} or a skipped result when it was not read).
+    """
+    files = (tray_info or {}).get("files") or {}
+    return {
+        "nodes": nodes_file_drifts(files.get(nodes_path), nodes, max_nodes=int(max_nodes)),
+        "config": config_file_drifts(files.get(config_path), settings),
+    }

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # Note that this module util is PRIVATE to the collection. It can have breaking changes at any time.
-"""The verdict and JSON report of one IMEX domain, from what the validate role gathered."""
+"""The verdict and JSON report of one IMEX domain, from the status its leader read."""
 from __future__ import annotations
 
 
-def domain_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs=0,
-                  status_var="imex_validate_status"):
+def domain_report(domain_name, model, play_hosts, statuses, allowed_broken_pairs=0):
     """Return {domain, verdict, ok, message, problems, leader, expected_nodes, status, trays_not_in_run}.
+
+    statuses maps trays to their imex_status result; the domain's leader (its first tray in the
+    run, the one that read the status) decides.
 
     verdict is healthy, tolerated (only broken pairs, at most allowed_broken_pairs, reported),
     unhealthy, or unknown (the status could not be read at all).
@@ -25,7 +27,7 @@ def domain_report(domain_name, model, hostvars, play_hosts, allowed_broken_pairs
         "leader": in_run[0] if in_run else None,
         "trays_not_in_run": [host for host in hosts if host not in play_hosts],
     }
-    status = dict(hostvars[report["leader"]].get(status_var) or {}) if report["leader"] else {}
+    status = dict(statuses.get(report["leader"]) or {}) if report["leader"] else {}
     report["status"] = {key: status.get(key) for key in (
         "domain_state", "local_state", "healthy", "nodes", "broken_pairs", "problems", "source", "elapsed")}
     problems = []

@@ -24,12 +24,8 @@ from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
 from ansible_collections.rackscale.imex.plugins.filter import imex_domain as filters
-from ansible_collections.rackscale.imex.plugins.filter.imex_domain import (
-    FilterModule,
-    imex_domain_check_play,
-    imex_domain_model,
-    imex_domain_partial,
-)
+from ansible_collections.rackscale.imex.plugins.filter.imex_domain import FilterModule, imex_domain_model
+from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_check_play
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))  # tests/unit/plugins/filter -> root
@@ -90,9 +86,6 @@ def test_limit_to_one_tray_gives_the_same_model():
     limited = imex_domain_model(limited_groups, limited_hostvars)
     assert limited == imex_domain_model(groups, hostvars)
     assert len(limited["domains"]["rack07"]["addresses"]) == 18
-    assert imex_domain_partial(limited, play_hosts) == {
-        "rack07": {"in_play": ["rack07-tray03"],
-                   "outside_play": ["rack07-tray%02d" % t for t in range(1, 19) if t != 3]}}
 
 
 def test_example_inventory_with_driver_and_declared_sizes_required():
@@ -293,55 +286,28 @@ def test_flag_that_is_not_a_boolean():
         "allow_mixed_families must be true or false, got 'sometimes'")
 
 
-# --- check_play and partial ---------------------------------------------------------------------
+# --- check_play ---------------------------------------------------------------------
 
 def test_check_play_filter():
     groups, hostvars = plain_inventory()
     model = imex_domain_model(groups, hostvars, domains=["rack1"])
 
-    assert imex_domain_check_play(model, ["t1"]) is True
+    assert imex_internal_check_play(model, ["t1"]) is True
     with pytest.raises(AnsibleFilterError) as info:
-        imex_domain_check_play(model, ["t1", "login01"])
+        imex_internal_check_play(model, ["t1", "login01"])
     assert str(info.value) == (
         "IMEX domain model: 1 problem in the inventory:\n- tray login01 is in the play but in no IMEX domain "
         "(no child group of imex_domains holds it); add it to the group of its rack or NVLink partition, or "
         "leave it out of the play")
 
 
-def test_play_host_argument_must_be_a_list():
-    groups, hostvars = plain_inventory()
-    model = imex_domain_model(groups, hostvars, domains=["rack1"])
-    with pytest.raises(AnsibleFilterError) as info:
-        imex_domain_partial(model, "t1")
-    assert str(info.value) == ("imex_domain_partial's argument must be a list of inventory host names (for example "
-                               "ansible_play_hosts_all), got str")
-
-
-def test_partial_filter():
-    groups, hostvars = plain_inventory()
-    model = imex_domain_model(groups, hostvars, domains=["rack1"])
-
-    assert imex_domain_partial(model, ["t1", "t2", "t10"]) == {}
-    assert imex_domain_partial(model, ["t10"]) == {"rack1": {"in_play": ["t10"], "outside_play": ["t1", "t2"]}}
-
-
-def test_partial_filter_refuses_a_non_model():
-    with pytest.raises(AnsibleFilterError) as info:
-        imex_domain_partial(["t1"], ["t1"])
-    assert "the input is not an IMEX domain model" in str(info.value)
-
-
 # --- plugin registration and documentation ------------------------------------------------------
 
-def test_filter_module_registers_the_three_filters():
-    assert FilterModule().filters() == {
-        "imex_domain_model": imex_domain_model,
-        "imex_domain_check_play": imex_domain_check_play,
-        "imex_domain_partial": imex_domain_partial,
-    }
+def test_filter_module_registers_the_model_filter_only():
+    assert FilterModule().filters() == {"imex_domain_model": imex_domain_model}
 
 
-@pytest.mark.parametrize("name", ["imex_domain_model", "imex_domain_check_play", "imex_domain_partial"])
+@pytest.mark.parametrize("name", ["imex_domain_model"])
 def test_documentation_matches_the_signature(name):
     with open(os.path.join(FILTER_DIR, name + ".yml")) as handle:
         doc = yaml.safe_load(handle)
@@ -385,8 +351,7 @@ PLAYBOOK = """\
       ansible.builtin.debug:
         msg:
           model: "{{ model }}"
-          in_domains: "{{ model | rackscale.imex.imex_domain_check_play(ansible_play_hosts_all) }}"
-          partial: "{{ model | rackscale.imex.imex_domain_partial(ansible_play_hosts_all) }}"
+          in_domains: "{{ model | rackscale.imex.imex_internal_check_play(ansible_play_hosts_all) }}"
 """
 
 
@@ -410,5 +375,3 @@ def test_playbook_with_limit_writes_the_full_rack(tmp_path):
     assert result["in_domains"] is True
     assert result["model"]["domains"]["rack08_p2"]["addresses"] == ["198.19.8.%d" % (10 + t) for t in range(10, 19)]
     assert len(result["model"]["domains"]["rack07"]["addresses"]) == 18
-    assert result["partial"]["rack08_p2"]["in_play"] == ["rack08-tray12"]
-    assert len(result["partial"]["rack08_p2"]["outside_play"]) == 8

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""imex_daemon_drift agrees with the write modules: "no drift" exactly where the module changes nothing.
+"""The daemon drift filter agrees with the write modules: "no drift" exactly where the module changes nothing.
 
 Each case reads the tray's files as imex_tray_info does (describe_file), asks the filter, then runs
 the real module (check mode) on the same files and compares its "changed" with the filter's answer.
@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.filter.imex_daemon_drift import imex_daemon_drift
+from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 from ansible_collections.rackscale.imex.plugins.modules import imex_config, imex_nodes_config
 
@@ -34,7 +34,7 @@ def tray(tmp_path, run_module):
     def verdicts(nodes=NODES, settings=SETTINGS):
         read = {"files": dict((str(path), describe_file(str(path))) for path in (nodes_path, config_path))}
         nodes, settings = list(nodes), dict(settings)
-        drift = imex_daemon_drift(read, nodes, str(nodes_path), settings, str(config_path))
+        drift = daemon_drift(read, nodes, str(nodes_path), settings, str(config_path), 18)
         wrote_nodes = run_module(imex_nodes_config, dict(nodes=nodes, path=str(nodes_path)), check=True)
         wrote_config = run_module(imex_config, dict(settings=settings, path=str(config_path)), check=True)
         return drift, {"nodes": wrote_nodes.get("changed", True), "config": wrote_config.get("changed", True)}
@@ -109,9 +109,10 @@ def test_config_that_is_not_utf8_is_left_to_the_module(tray):
 def test_unknown_or_refused_input_is_drift():
     read = {"files": {"/n": {"exists": True, "sha256": "x", "content": "a\n", "uid": 0, "gid": 0,
                              "mode": "0644", "error": None}}}
-    assert imex_daemon_drift({}, list(NODES), "/n", dict(SETTINGS), "/c") == {"nodes": True, "config": True}
-    assert imex_daemon_drift({"skipped": True}, list(NODES), "/n", dict(SETTINGS), "/c") == {"nodes": True, "config": True}
-    assert imex_daemon_drift(read, [], "/n", {"IMEX_CMD_PORT": "not a port"}, "/n")["nodes"] is True
-    assert imex_daemon_drift(read, list(NODES), "/n", {"IMEX_CMD_PORT": "not a port"}, "/n")["config"] is True
+    assert daemon_drift({}, list(NODES), "/n", dict(SETTINGS), "/c", 18) == {"nodes": True, "config": True}
+    skipped = {"skipped": True}
+    assert daemon_drift(skipped, list(NODES), "/n", dict(SETTINGS), "/c", 18) == {"nodes": True, "config": True}
+    assert daemon_drift(read, [], "/n", {"IMEX_CMD_PORT": "not a port"}, "/n", 18)["nodes"] is True
+    assert daemon_drift(read, list(NODES), "/n", {"IMEX_CMD_PORT": "not a port"}, "/n", 18)["config"] is True
     unreadable = {"files": {"/n": {"exists": False, "error": "/n exists but is not a regular file"}}}
-    assert imex_daemon_drift(unreadable, list(NODES), "/n", dict(SETTINGS), "/n") == {"nodes": True, "config": True}
+    assert daemon_drift(unreadable, list(NODES), "/n", dict(SETTINGS), "/n", 18) == {"nodes": True, "config": True}

@@ -13,7 +13,6 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     check_play,
     natural_key,
     parse_driver_version,
-    partial_domains,
 )
 
 
@@ -625,22 +624,3 @@ def test_check_play_refuses_something_else_than_a_model():
     with pytest.raises(DomainModelError) as info:
         check_play({"rack1": []}, [])
     assert info.value.problems == ["the input is not an IMEX domain model (the result of build_model)"]
-
-
-def test_partial_domains_with_limit_to_one_tray():
-    model = model_of({"rack1": rack_hosts(1), "rack2": rack_hosts(2)})
-
-    partial = partial_domains(model, ["rack1-tray03"])
-
-    assert partial == {"rack1": {"in_play": ["rack1-tray03"],
-                                 "outside_play": [h for h in rack_hosts(1) if h != "rack1-tray03"]}}
-
-
-def test_partial_domains_with_whole_domains():
-    model = model_of({"rack1": rack_hosts(1), "rack2_p1": rack_hosts(2, 9), "rack2_p2": rack_hosts(2, 9, 10)})
-
-    assert partial_domains(model, rack_hosts(1) + rack_hosts(2, 9)) == {}
-    partial = partial_domains(model, rack_hosts(1) + rack_hosts(2, 10))
-    assert list(partial) == ["rack2_p2"]
-    assert partial["rack2_p2"]["in_play"] == ["rack2-tray10"]
-    assert partial["rack2_p2"]["outside_play"] == rack_hosts(2, 8, 11)

@@ -1,7 +1,7 @@
 """Tests for the domain verdict and report (plugins/plugin_utils/_report.py)."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.filter.imex_validate_report import imex_validate_report
+from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_domain_report
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 
 MODEL = {"domains": {"rack1": {
@@ -25,14 +25,13 @@ def status(healthy=True, state="UP", nodes=None, broken_pairs=(), problems=()):
             "broken_pairs": list(broken_pairs), "problems": list(problems), "source": "json", "elapsed": 0.2}
 
 
-def hostvars(leader_status):
-    """Only the leader registered a status; the other trays skipped the task."""
-    return {"rack1-tray01": {"imex_validate_status": leader_status},
-            "rack1-tray02": {"imex_validate_status": {"skipped": True}}}
+def statuses(leader_status):
+    """Only the leader read a status; the other trays skipped the task."""
+    return {"rack1-tray01": leader_status, "rack1-tray02": {"skipped": True}}
 
 
 def test_healthy_domain_report_holds_exactly_the_documented_keys():
-    report = domain_report("rack1", MODEL, hostvars(status()), TRAYS)
+    report = domain_report("rack1", MODEL, TRAYS, statuses(status()))
     assert set(report) == REPORT_KEYS  # no file_problems: files on disk are not judged
     assert report["verdict"] == "healthy" and report["ok"] is True and report["problems"] == []
     assert report["leader"] == "rack1-tray01" and report["trays_not_in_run"] == []
@@ -40,16 +39,15 @@ def test_healthy_domain_report_holds_exactly_the_documented_keys():
 
 
 def test_only_the_leaders_status_decides_not_the_other_trays_results():
-    leader = status()
-    vars_ = hostvars(leader)
-    vars_["rack1-tray02"]["imex_validate_file"] = {"stat": {"exists": False}}
-    assert domain_report("rack1", MODEL, vars_, TRAYS)["verdict"] == "healthy"
+    found = statuses(status())
+    found["rack1-tray02"] = status(False, "DOWN", problems=["not the leader's view"])
+    assert domain_report("rack1", MODEL, TRAYS, found)["verdict"] == "healthy"
 
 
 def test_unhealthy_domain_lists_the_status_problems():
     problems = ["domain state is DEGRADED, not UP", "node 1 (198.18.1.12) is UNAVAILABLE"]
-    report = domain_report("rack1", MODEL, hostvars(status(False, "DEGRADED", [node(0), node(1, "UNAVAILABLE")],
-                                                           problems=problems)), TRAYS)
+    report = domain_report("rack1", MODEL, TRAYS, statuses(status(False, "DEGRADED", [node(0), node(1, "UNAVAILABLE")],
+                                                                  problems=problems)))
     assert report["verdict"] == "unhealthy" and report["ok"] is False
     assert report["problems"] == problems
     assert report["message"] == "domain rack1: DEGRADED (unhealthy):\n  - " + "\n  - ".join(problems)
@@ -58,25 +56,25 @@ def test_unhealthy_domain_lists_the_status_problems():
 def test_broken_pairs_within_the_allowance_are_tolerated_and_reported():
     pairs = [{"from_index": 0, "to_index": 1, "state": "R"}, {"from_index": 1, "to_index": 0, "state": "R"}]
     leader = status(False, "DEGRADED", broken_pairs=pairs, problems=["pair 0 -> 1: R", "pair 1 -> 0: R"])
-    report = domain_report("rack1", MODEL, hostvars(leader), TRAYS, allowed_broken_pairs=2)
+    report = domain_report("rack1", MODEL, TRAYS, statuses(leader), allowed_broken_pairs=2)
     assert report["verdict"] == "tolerated" and report["ok"] is True
     assert report["problems"] == ["2 broken pair(s) tolerated (allowed 2): pair 0 -> 1: R; pair 1 -> 0: R"]
-    assert domain_report("rack1", MODEL, hostvars(leader), TRAYS, allowed_broken_pairs=1)["verdict"] == "unhealthy"
+    assert domain_report("rack1", MODEL, TRAYS, statuses(leader), allowed_broken_pairs=1)["verdict"] == "unhealthy"
 
 
 def test_unreadable_status_is_unknown_and_names_the_tray():
-    report = domain_report("rack1", MODEL, hostvars({"failed": True, "msg": "did not answer"}), TRAYS)
+    report = domain_report("rack1", MODEL, TRAYS, statuses({"failed": True, "msg": "did not answer"}))
     assert report["verdict"] == "unknown" and report["ok"] is False
     assert report["problems"] == ["status could not be read from tray rack1-tray01: did not answer"]
 
 
 def test_trays_left_out_of_the_run_are_listed_and_the_first_in_run_leads():
-    report = domain_report("rack1", MODEL, {"rack1-tray02": {"imex_validate_status": status()}}, ["rack1-tray02"])
+    report = domain_report("rack1", MODEL, ["rack1-tray02"], {"rack1-tray02": status()})
     assert report["leader"] == "rack1-tray02" and report["trays_not_in_run"] == ["rack1-tray01"]
 
 
 def test_filter_passes_the_allowance_through():
     pairs = [{"from_index": 0, "to_index": 1, "state": "R"}]
     leader = status(False, "DEGRADED", broken_pairs=pairs, problems=["pair 0 -> 1: R"])
-    report = imex_validate_report("rack1", MODEL, hostvars(leader), tuple(TRAYS), allowed_broken_pairs="1")
+    report = imex_internal_domain_report("rack1", MODEL, tuple(TRAYS), statuses(leader), allowed_broken_pairs="1")
     assert set(report) == REPORT_KEYS and report["verdict"] == "tolerated"

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Glue of the rackscale.imex.imex role: PRIVATE to the role, not a public interface.
+
+These filters turn what the role's tasks gathered into the role's next decision. Each takes all of
+its data as arguments (no hostvars, no register names), so the role's task files stay the one
+place that knows what they registered. Their arguments may change without notice; use the role.
+
+imex_internal_check_play(model, play_hosts)
+    True when every tray of the play is in a domain of the model; fails naming the others.
+imex_internal_settings_problems(settings)
+    One sentence per config.cfg setting imex_config would refuse on a tray.
+imex_internal_fabric_problems(model, fabric_by_tray)
+    One sentence per tray or domain whose NVLink fabric disagrees with the model.
+imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes)
+    {nodes, config}: whether writing the node list / config would change the tray, from its read.
+imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results)
+    {problems, restart}: the trays to restart after the writes of one wave.
+imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs)
+    The verdict and report of one domain from its leader's status.
+"""
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import DomainModelError, check_play
+from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
+
+
+def imex_internal_check_play(model, play_hosts):
+    try:
+        return check_play(model, [str(host) for host in play_hosts])
+    except DomainModelError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def imex_internal_settings_problems(settings):
+    try:
+        validate_settings(dict(settings or {}))
+    except ConfigError as error:
+        return [problem.strip() for problem in str(error).split("; ") if problem.strip()]
+    return []
+
+
+def imex_internal_fabric_problems(model, fabric_by_tray):
+    return fabric_problems(model, dict(fabric_by_tray))
+
+
+def imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes):
+    return daemon_drift(tray_info, list(nodes), nodes_path, dict(settings), config_path, max_nodes)
+
+
+def imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results):
+    return restart_plan(dict(domains), list(trays), list(nodes_results), list(config_results), list(tls_results))
+
+
+def imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs=0):
+    return domain_report(domain, model, list(play_hosts), dict(statuses), allowed_broken_pairs=int(allowed_broken_pairs))
+
+
+class FilterModule:
+    """Private glue of the rackscale.imex.imex role."""
+
+    def filters(self):
+        return {
+            "imex_internal_check_play": imex_internal_check_play,
+            "imex_internal_settings_problems": imex_internal_settings_problems,
+            "imex_internal_fabric_problems": imex_internal_fabric_problems,
+            "imex_internal_daemon_drift": imex_internal_daemon_drift,
+            "imex_internal_restart_plan": imex_internal_restart_plan,
+            "imex_internal_domain_report": imex_internal_domain_report,
+        }
