@@ -35,7 +35,7 @@ options:
     required: true
   reports:
     description:
-      - The reports, for example those of the P(rackscale.imex.imex_validate_report#filter) filter.
+      - The reports, for example the verdicts the rackscale.imex.imex role judges for each domain.
       - Each needs a C(domain) key naming the file; the name must be a non-empty string without
         C(/), and not C(.) or C(..). Two reports may not name the same domain.
       - Every value must be JSON data (strings, numbers, booleans, null, lists and dicts).
@@ -84,7 +84,7 @@ EXAMPLES = r"""
 - name: Write the report of every domain, once per run
   rackscale.imex.imex_report:
     dir: "{{ playbook_dir }}/../reports"
-    reports: "{{ imex_validate_reports }}"
+    reports: "{{ my_domain_reports }}"
   run_once: true
 
 - name: Write a report built by hand

@@ -21,8 +21,7 @@ description:
     one IMEX domain must report the same pair. Compare RV(cluster_uuid) and RV(clique_id) across trays.
   - Describes each file of O(files) (checksum, text, owner, group, mode) and reports the state of each
     systemd unit of O(services), for example so that M(rackscale.imex.imex_nodes_config) and
-    M(rackscale.imex.imex_config) run only where the filter P(rackscale.imex.imex_daemon_drift#filter)
-    says they would change something.
+    M(rackscale.imex.imex_config) run only where they would change something.
   - Read-only; changes nothing on the target.
 options:
   nvidia_smi:

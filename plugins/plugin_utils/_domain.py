@@ -48,7 +48,7 @@ INDEX_KEY = "imex_node_index"
 SIZE_KEY = "imex_domain_size"
 HOST_VAR_KEYS = ADDRESS_KEYS + (INDEX_KEY, SIZE_KEY)
 
-# nodes_config.cfg accepts host names only from this driver release on (reference §2; the DRA
+# nodes_config.cfg accepts host names only from this driver release on (the DRA
 # driver's DNS-name mode has the same floor).
 HOSTNAME_MIN_DRIVER = (570, 158, 1)
 HOSTNAME_MIN_DRIVER_TEXT = "570.158.01"

@@ -1,0 +1,57 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each role's defaults and argument specs say the same thing: one default per option.
+
+defaults/main.yml is what Ansible uses; meta/argument_specs.yml is what validates and documents.
+Every option of every entry point has its default in defaults/main.yml, with the same value
+where the spec states one. A default computed by a template (it depends on other options) is
+left out of the spec, whose description says what it is.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROLES = sorted(name for name in os.listdir(os.path.join(ROOT, "roles"))
+               if os.path.isfile(os.path.join(ROOT, "roles", name, "meta", "argument_specs.yml")))
+
+
+def load(role, *parts):
+    with open(os.path.join(ROOT, "roles", role, *parts)) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def test_the_roles_are_found():
+    assert ROLES == ["imex", "imex_channels"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_default_is_an_option_and_every_option_has_its_default(role):
+    defaults = load(role, "defaults", "main.yml")
+    entry_points = load(role, "meta", "argument_specs.yml")["argument_specs"]
+    options = {}
+    for entry_point in entry_points.values():
+        options.update(entry_point["options"])
+    assert sorted(defaults) == sorted(options), "defaults/main.yml and the argument specs list other options"
+    for name, spec in options.items():
+        templated = isinstance(defaults[name], str) and "{{" in defaults[name]
+        if templated:
+            assert "default" not in spec, "%s: a templated default stays out of the spec" % name
+        else:
+            assert spec.get("default") == defaults[name], name
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_variable_of_the_role_carries_its_prefix(role):
+    names = list(load(role, "defaults", "main.yml")) + list(load(role, "vars", "main.yml"))
+    stray = [name for name in names if not name.lstrip("_").startswith(role + "_")]
+    assert stray == []
+
+
+def test_the_validate_entry_point_takes_a_subset_of_the_converge_options():
+    entry_points = load("imex", "meta", "argument_specs.yml")["argument_specs"]
+    assert set(entry_points["validate"]["options"]) < set(entry_points["main"]["options"])
+    for name, spec in entry_points["validate"]["options"].items():
+        assert spec == entry_points["main"]["options"][name], name
