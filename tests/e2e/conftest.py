@@ -39,6 +39,11 @@ class PlaybookRun:
     def changed_hosts(self):
         return sorted((self.stats.get("changed") or {}).keys())
 
+    def roles_run(self):
+        """Names of the roles whose tasks ran (any result), without the collection prefix."""
+        return sorted({e["event_data"]["role"].split(".")[-1] for e in self.events
+                       if e.get("event", "").startswith("runner_on_") and e.get("event_data", {}).get("role")})
+
     def ok_results(self):
         """(host, task name, module FQCN, result) of every successful task result, in event order."""
         return [(data.get("host"), data.get("task"), data.get("task_action"), data.get("res", {}))
@@ -80,11 +85,14 @@ def remove_runner_dirs():
         shutil.rmtree(path, ignore_errors=True)
 
 
-def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900):
-    """Run playbooks/<playbook> against `inventory` with ansible-runner; returns a PlaybookRun."""
+def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900,
+                 cmdline_vars=None):
+    """Run playbooks/<playbook> (or a playbook at an absolute path) against `inventory` with
+    ansible-runner; returns a PlaybookRun. cmdline_vars are given as `-e name=value` on the command
+    line, where every value arrives as a string, as from an operator's shell or an AWX survey."""
     private_data_dir = tempfile.mkdtemp(prefix="imex-runner-")
     RUNNER_DIRS.append(private_data_dir)
-    cmdline = []
+    cmdline = ["-e %s" % shlex.quote("%s=%s" % item) for item in (cmdline_vars or {}).items()]
     if check:
         cmdline.append("--check")
     if diff:

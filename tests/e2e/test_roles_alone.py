@@ -1,0 +1,79 @@
+"""Each role is usable on its own, through its argument spec alone; options given as strings work.
+
+On a 2 x 3 bed: a playbook that imports only rackscale.imex.imex_channels makes channel0 on the
+trays; the site playbook converges with every boolean given as a string on the command line (as an
+operator's shell or an AWX survey gives it); the validate entry point alone proves the converged
+rack, and no other role runs.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import requires_rack, run_playbook
+
+pytestmark = requires_rack
+RACK_SHAPE = (2, 3)
+
+CHANNELS_ONLY = """\
+---
+- name: Channels only
+  hosts: imex_domains
+  gather_facts: false
+  roles:
+    - role: rackscale.imex.imex_channels
+      imex_channels_channel0: "{{ want_channel0 }}"
+      imex_channels_extra: [{channel: 7, mode: "0600"}]
+"""
+
+CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
+
+
+def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
+    playbook = tmp_path / "channels.yml"
+    playbook.write_text(CHANNELS_ONLY)
+    run = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.roles_run() == ["imex_channels"]
+    for tray in simulated_rack.trays_of(1) + simulated_rack.trays_of(2):
+        listing = simulated_rack.ssh(tray, "stat", "-c", "%n %F %a", CHANNEL_DIR + "/channel0", CHANNEL_DIR + "/channel7")
+        assert listing.returncode == 0, listing.stderr
+        assert listing.stdout.split("\n")[:2] == [CHANNEL_DIR + "/channel0 character special file 666",
+                                                  CHANNEL_DIR + "/channel7 character special file 600"]
+        option = simulated_rack.ssh(tray, "cat", "/etc/modprobe.d/nvidia-imex.conf")
+        assert "NVreg_CreateImexChannel0=1" in option.stdout
+
+
+def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
+    reports = str(tmp_path / "reports")
+    run = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                       cmdline_vars={"imex_rolling": "false", "imex_skip_fabric_check": "true", "imex_tls": "false",
+                                     "imex_cmd_bind_own_address": "no", "imex_backup": "False",
+                                     "imex_reboot_allowed": "false", "imex_allow_mixed_families": "false",
+                                     "imex_validate_timeout_s": "120", "imex_allowed_broken_pairs": "0"})
+    assert run.rc == 0, run.stdout[-3000:]
+    # imex_skip_fabric_check=true: the gate is skipped and the run says so.
+    said = [res["msg"] for _, task, _, res in run.ok_results() if task == "Say that the fabric gate is skipped"]
+    assert said == ["imex_skip_fabric_check is true: the NVLink fabric identity of the trays is NOT checked."]
+    assert run.ok_tasks("rackscale.imex.imex_tray_info") == []
+    # imex_rolling=false: one wave holds both racks.
+    assert "(item=rack1, rack2)" in run.stdout, run.stdout[-3000:]
+    # imex_backup=False: the writes kept no copy.
+    listing = simulated_rack.ssh("rack1-tray01", "ls", "/etc/nvidia-imex")
+    assert [name for name in listing.stdout.split() if "~" in name or ".bak" in name or "@" in name] == []
+    verdicts = {name: json.load(open(os.path.join(reports, name)))["verdict"] for name in os.listdir(reports)}
+    assert verdicts == {"rack1.json": "healthy", "rack2.json": "healthy"}
+
+
+def test_the_validate_entry_point_alone_proves_the_converged_rack(simulated_rack, tmp_path):
+    reports = str(tmp_path / "reports")
+    run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                       cmdline_vars={"imex_skip_fabric_check": "false", "imex_validate_timeout_s": "60"})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run.roles_run() == ["imex"]
+    modules = {action for _, _, action, _ in run.ok_results()}
+    assert modules <= {"rackscale.imex.imex_tray_info", "rackscale.imex.imex_status", "rackscale.imex.imex_report",
+                       "ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.set_stats",
+                       "ansible.builtin.include_tasks", "ansible.builtin.validate_argument_spec"}, modules
+    assert run.changed_hosts() == []
+    assert sorted(os.listdir(reports)) == ["rack1.json", "rack2.json"]
