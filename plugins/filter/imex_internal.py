@@ -11,6 +11,8 @@ imex_internal_check_play(model, play_hosts)
     True when every tray of the play is in a domain of the model; fails naming the others.
 imex_internal_settings_problems(settings)
     One sentence per config.cfg setting imex_config would refuse on a tray.
+imex_internal_option_problems(options, model)
+    One sentence per option that contradicts another or could only fail on a tray.
 imex_internal_fabric_problems(model, fabric_by_tray)
     One sentence per tray or domain whose NVLink fabric disagrees with the model.
 imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes)
@@ -28,6 +30,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import Con
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import DomainModelError, check_play
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
 
@@ -45,6 +48,10 @@ def imex_internal_settings_problems(settings):
     except ConfigError as error:
         return [problem.strip() for problem in str(error).split("; ") if problem.strip()]
     return []
+
+
+def imex_internal_option_problems(options, model):
+    return option_problems(dict(options), model)
 
 
 def imex_internal_fabric_problems(model, fabric_by_tray):
@@ -70,6 +77,7 @@ class FilterModule:
         return {
             "imex_internal_check_play": imex_internal_check_play,
             "imex_internal_settings_problems": imex_internal_settings_problems,
+            "imex_internal_option_problems": imex_internal_option_problems,
             "imex_internal_fabric_problems": imex_internal_fabric_problems,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,
             "imex_internal_restart_plan": imex_internal_restart_plan,

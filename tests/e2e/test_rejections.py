@@ -107,6 +107,31 @@ CASES = {
         inventory(rack1=rack("a", 2)), {"imex_cmd_port": 70000}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "IMEX_CMD_PORT", "70000"]),
     "one port for both services": (
         inventory(rack1=rack("a", 2)), {"imex_cmd_port": 50000}, ["imex_server_port and imex_cmd_port are both 50000"]),
+    "daemon that does not fork": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"DAEMONIZE": 0}},
+        ["imex_settings.DAEMONIZE = 0: the nvidia-imex unit is Type=forking"]),
+    "authentication switched on without its source and files": (
+        inventory(rack1=rack("a", 2)),
+        {"imex_settings": {"IMEX_ENABLE_AUTH_ENCRYPTION": 1, "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS"}},
+        ["IMEX_AUTH_ENCRYPTION_MODE is SSL_TLS but IMEX_AUTH_SOURCE is not set",
+         "IMEX_SERVER_KEY, IMEX_SERVER_CERT, IMEX_SERVER_CERT_AUTH, IMEX_CLIENT_KEY"]),
+    "control character in a setting": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_GSS_SERVICE_NAME": "imex\u2028host"}},
+        ["imex_settings.IMEX_GSS_SERVICE_NAME", "contains a control character or line separator"]),
+    "bad TLS target override": (
+        inventory(rack1=rack("a", 2)), {"imex_tls_target_override": "imex host"},
+        ["imex_tls_target_override = 'imex host' is not a host name or address"]),
+    "command service bound to host names": (
+        inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "tray1.example"},
+                                   "t2": {"ansible_host": "198.18.200.12", "imex_address": "tray2.example"}}}),
+        {"imex_cmd_bind_own_address": True},
+        ["imex_cmd_bind_own_address is true but domain rack1 uses host names (t1, t2)"]),
+    "isolation channel listed twice with a bad owner": (
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 5, "owner": "a;b"}, {"channel": 5}]},
+        ["imex_channels[0] (channel 5): owner 'a;b' is not a user or group name",
+         "imex_channels[1] (channel 5) repeats imex_channels[0]"]),
+    "wait out of range": (
+        inventory(rack1=rack("a", 2)), {"imex_ctl_timeout_s": 0}, ["imex_ctl_timeout_s = 0 is out of range 1..3600"]),
     "TLS without its files": (
         inventory(rack1=rack("a", 2)), {"imex_tls": True, "imex_tls_ca": "/nonexistent/ca.crt"},
         ["imex_tls is true but imex_tls_ca, imex_tls_cert, imex_tls_key are unset or not a file"]),

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""Options that contradict each other or could only fail on a tray, found on the controller.
+
+Everything here runs before any tray is contacted, so a refused run has changed nothing. Each
+problem is one sentence naming the option (and the tray, group or entry) and the value at fault.
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
+
+# Characters that would split or disguise a line of a tray file: C0 controls, DEL, and the Unicode
+# line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f\u2028\u2029]")
+_USER_OR_GROUP = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})$")
+_MODE = re.compile(r"^0?[0-7]{3}$")
+_TARGET_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.:_-]{0,252})$")
+# A report is written as <domain>.json: the domain group name must be a plain file name.
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
+                   "IMEX_CLIENT_KEY", "IMEX_CLIENT_CERT", "IMEX_CLIENT_CERT_AUTH")
+_AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
+# Whole-number options and the range each must fall in (seconds unless said).
+BOUNDS = {
+    "imex_max_nodes": (1, 1024),            # trays per domain
+    "imex_lock_wait_s": (0, 86400),
+    "imex_lock_stale_after_s": (0, 7 * 86400),
+    "imex_validate_timeout_s": (0, 86400),
+    "imex_validate_interval_s": (1, 3600),
+    "imex_ctl_timeout_s": (1, 3600),
+    "imex_allowed_broken_pairs": (0, 1024 * 1024),
+}
+
+
+def _shown(value):
+    return repr(value)
+
+
+def _control_problem(option, value):
+    if isinstance(value, str) and _CONTROL.search(value):
+        return "%s: value %s contains a control character or line separator" % (option, _shown(value))
+    return None
+
+
+def _flag(value):
+    return str(value).strip() == "1" or value is True
+
+
+def settings_problems(settings, tls):
+    """Contradictions inside imex_settings and with imex_tls (value rules are imex_config's)."""
+    problems = []
+    for key, value in sorted(settings.items()):
+        problem = _control_problem("imex_settings.%s" % key, value)
+        if problem:
+            problems.append(problem)
+    if "DAEMONIZE" in settings and str(settings["DAEMONIZE"]).strip() in ("0", "False", "false"):
+        problems.append("imex_settings.DAEMONIZE = %s: the nvidia-imex unit is Type=forking, so a daemon that "
+                        "does not fork never reports started; remove DAEMONIZE from imex_settings"
+                        % _shown(settings["DAEMONIZE"]))
+    auth_set = sorted(key for key in _AUTH_KEYS if key in settings)
+    if tls and auth_set:
+        problems.append("imex_tls is true, which sets the authentication keys itself, but imex_settings also sets "
+                        "%s; remove them from imex_settings, or set imex_tls to false" % ", ".join(auth_set))
+    elif not tls and _flag(settings.get("IMEX_ENABLE_AUTH_ENCRYPTION")):
+        mode = settings.get("IMEX_AUTH_ENCRYPTION_MODE")
+        source = settings.get("IMEX_AUTH_SOURCE")
+        if not mode:
+            problems.append("imex_settings.IMEX_ENABLE_AUTH_ENCRYPTION is 1 but IMEX_AUTH_ENCRYPTION_MODE is not set; "
+                            "set it (SSL_TLS, GSS_AUTH_ENCRYPT or GSS_AUTH_ONLY), or use imex_tls for mutual TLS")
+        elif mode == "SSL_TLS":
+            if not source:
+                problems.append("imex_settings.IMEX_AUTH_ENCRYPTION_MODE is SSL_TLS but IMEX_AUTH_SOURCE is not set; "
+                                "set it to FILE, ENV_PATH or ENV_VAL, or use imex_tls")
+            missing = [key for key in _AUTH_FILE_KEYS if not settings.get(key)]
+            if missing:
+                problems.append("imex_settings.IMEX_AUTH_ENCRYPTION_MODE is SSL_TLS but %s %s not set; the daemons "
+                                "could not authenticate each other, or use imex_tls"
+                                % (", ".join(missing), "is" if len(missing) == 1 else "are"))
+    return problems
+
+
+def channel_problems(channels):
+    """Isolation channel entries: owners, groups and modes a tray would refuse, and duplicates."""
+    problems = []
+    seen = {}
+    for position, entry in enumerate(channels):
+        if not isinstance(entry, dict):
+            problems.append("imex_channels[%d] = %s is not a mapping with a channel key" % (position, _shown(entry)))
+            continue
+        label = "imex_channels[%d] (channel %s)" % (position, entry.get("channel", "?"))
+        for key in ("owner", "group"):
+            value = entry.get(key)
+            if value is not None and not _USER_OR_GROUP.match(str(value)):
+                problems.append("%s: %s %s is not a user or group name, nor a numeric id" % (label, key, _shown(value)))
+        mode = entry.get("mode")
+        # An unquoted 0660 is the YAML integer 432: only a quoted string says what was meant.
+        if mode is not None and not (isinstance(mode, str) and _MODE.match(mode)):
+            problems.append("%s: mode %s is not an octal mode string such as \"0660\" (quote it in YAML)"
+                            % (label, _shown(mode)))
+        state = entry.get("state", "present")
+        if state not in ("present", "absent"):
+            problems.append("%s: state %s is not present or absent" % (label, _shown(state)))
+        channel = str(entry.get("channel"))
+        if channel in seen:
+            problems.append("%s repeats imex_channels[%d]: each channel is listed once" % (label, seen[channel]))
+        else:
+            seen[channel] = position
+    return problems
+
+
+def model_problems(model, cmd_bind_own_address):
+    """Domain names that cannot be report files; a command service bound to a host name."""
+    problems = []
+    for name in sorted(model["domains"]):
+        if not _FILE_NAME.match(name) or name in (".", ".."):
+            problems.append("domain group %s: the name cannot be a report file name (%s.json); use letters, digits, "
+                            "'_', '-' and '.'" % (_shown(name), name))
+        named = [node["host"] for node in model["domains"][name]["nodes"]
+                 if classify(node["address"])[0] == FAMILY_HOSTNAME]
+        if cmd_bind_own_address and named:
+            problems.append("imex_cmd_bind_own_address is true but domain %s uses host names (%s): "
+                            "IMEX_CMD_BIND_INTERFACE_IP takes an IP address; set imex_address to the trays' "
+                            "IP addresses, or leave imex_cmd_bind_own_address false" % (name, ", ".join(named)))
+    return problems
+
+
+def option_problems(options, model):
+    """Every problem of the role's options (already type-checked by the argument spec)."""
+    problems = []
+    for option, (low, high) in BOUNDS.items():
+        if option in options and not low <= int(options[option]) <= high:
+            problems.append("%s = %s is out of range %d..%d" % (option, options[option], low, high))
+    override = options.get("imex_tls_target_override") or ""
+    if override and not _TARGET_NAME.match(override):
+        problems.append("imex_tls_target_override = %s is not a host name or address (letters, digits, '.', "
+                        "'-', ':', '_')" % _shown(override))
+    problems.extend(settings_problems(dict(options.get("imex_settings") or {}), bool(options.get("imex_tls"))))
+    problems.extend(channel_problems(list(options.get("imex_channels") or [])))
+    problems.extend(model_problems(model, bool(options.get("imex_cmd_bind_own_address"))))
+    return problems

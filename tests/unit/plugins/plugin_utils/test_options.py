@@ -1,0 +1,92 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Options that contradict each other, or could only fail on a tray, are named on the controller."""
+from __future__ import annotations
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
+
+TLS_FILES = {"IMEX_SERVER_KEY": "/k", "IMEX_SERVER_CERT": "/c", "IMEX_SERVER_CERT_AUTH": "/a",
+             "IMEX_CLIENT_KEY": "/k", "IMEX_CLIENT_CERT": "/c", "IMEX_CLIENT_CERT_AUTH": "/a"}
+
+
+def model(*addresses, name="rack1"):
+    nodes = [{"host": "t%d" % position, "address": address, "index": position}
+             for position, address in enumerate(addresses)]
+    return {"domains": {name: {"name": name, "nodes": nodes, "addresses": list(addresses)}}, "host_domain": {}}
+
+
+IPV4 = model("198.18.1.11", "198.18.1.12")
+
+
+def test_consistent_options_pass():
+    options = {"imex_max_nodes": 18, "imex_lock_wait_s": 0, "imex_validate_timeout_s": 300, "imex_tls": False,
+               "imex_settings": {"LOG_LEVEL": 2, "DAEMONIZE": 1}, "imex_tls_target_override": "imex.rack1.example",
+               "imex_channels": [{"channel": 5, "owner": "alice", "group": "tenant-a", "mode": "0660"}],
+               "imex_cmd_bind_own_address": True}
+    assert option_problems(options, IPV4) == []
+
+
+def test_a_daemon_that_does_not_fork_is_refused():
+    assert option_problems({"imex_settings": {"DAEMONIZE": "0"}}, IPV4) == [
+        "imex_settings.DAEMONIZE = '0': the nvidia-imex unit is Type=forking, so a daemon that does not fork never "
+        "reports started; remove DAEMONIZE from imex_settings"]
+
+
+def test_authentication_switched_on_by_hand_needs_its_mode_source_and_files():
+    assert option_problems({"imex_settings": {"IMEX_ENABLE_AUTH_ENCRYPTION": 1}}, IPV4) == [
+        "imex_settings.IMEX_ENABLE_AUTH_ENCRYPTION is 1 but IMEX_AUTH_ENCRYPTION_MODE is not set; set it (SSL_TLS, "
+        "GSS_AUTH_ENCRYPT or GSS_AUTH_ONLY), or use imex_tls for mutual TLS"]
+    problems = option_problems({"imex_settings": {"IMEX_ENABLE_AUTH_ENCRYPTION": "1",
+                                                  "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS",
+                                                  "IMEX_SERVER_KEY": "/k"}}, IPV4)
+    assert problems[0].startswith("imex_settings.IMEX_AUTH_ENCRYPTION_MODE is SSL_TLS but IMEX_AUTH_SOURCE is not set")
+    assert "IMEX_SERVER_CERT, IMEX_SERVER_CERT_AUTH, IMEX_CLIENT_KEY, IMEX_CLIENT_CERT, IMEX_CLIENT_CERT_AUTH are not set" \
+        in problems[1]
+    complete = dict(TLS_FILES, IMEX_ENABLE_AUTH_ENCRYPTION="1", IMEX_AUTH_ENCRYPTION_MODE="SSL_TLS", IMEX_AUTH_SOURCE="FILE")
+    assert option_problems({"imex_settings": complete}, IPV4) == []
+    assert option_problems({"imex_settings": {"IMEX_ENABLE_AUTH_ENCRYPTION": 1,
+                                              "IMEX_AUTH_ENCRYPTION_MODE": "GSS_AUTH_ONLY"}}, IPV4) == []
+
+
+def test_imex_tls_and_hand_written_authentication_keys_contradict():
+    assert option_problems({"imex_tls": True, "imex_settings": {"IMEX_AUTH_SOURCE": "ENV_VAL"}}, IPV4) == [
+        "imex_tls is true, which sets the authentication keys itself, but imex_settings also sets IMEX_AUTH_SOURCE; "
+        "remove them from imex_settings, or set imex_tls to false"]
+
+
+def test_control_characters_are_refused_in_every_value_written_to_a_tray():
+    problems = option_problems({"imex_settings": {"LOG_FILE_NAME": "/var/log/imex\u2028.log",
+                                                  "IMEX_GSS_SERVICE_NAME": "imex\x1b[0m"}}, IPV4)
+    assert problems == [
+        "imex_settings.IMEX_GSS_SERVICE_NAME: value 'imex\\x1b[0m' contains a control character or line separator",
+        "imex_settings.LOG_FILE_NAME: value '/var/log/imex\\u2028.log' contains a control character or line separator"]
+    assert option_problems({"imex_tls_target_override": "tray\x7f"}, IPV4) == [
+        "imex_tls_target_override = 'tray\\x7f' is not a host name or address (letters, digits, '.', '-', ':', '_')"]
+
+
+def test_isolation_channels_with_bad_owner_group_mode_or_twice_are_refused():
+    channels = [{"channel": 5, "owner": "alice;reboot"}, {"channel": 6, "group": "ten ant"},
+                {"channel": 7, "mode": 660}, {"channel": 5}, {"channel": 8, "state": "gone"}]
+    assert option_problems({"imex_channels": channels}, IPV4) == [
+        "imex_channels[0] (channel 5): owner 'alice;reboot' is not a user or group name, nor a numeric id",
+        "imex_channels[1] (channel 6): group 'ten ant' is not a user or group name, nor a numeric id",
+        "imex_channels[2] (channel 7): mode 660 is not an octal mode string such as \"0660\" (quote it in YAML)",
+        "imex_channels[3] (channel 5) repeats imex_channels[0]: each channel is listed once",
+        "imex_channels[4] (channel 8): state 'gone' is not present or absent"]
+
+
+def test_the_command_service_cannot_bind_to_a_host_name():
+    named = model("tray1.example", "tray2.example")
+    assert option_problems({"imex_cmd_bind_own_address": True}, named) == [
+        "imex_cmd_bind_own_address is true but domain rack1 uses host names (t0, t1): IMEX_CMD_BIND_INTERFACE_IP "
+        "takes an IP address; set imex_address to the trays' IP addresses, or leave imex_cmd_bind_own_address false"]
+    assert option_problems({"imex_cmd_bind_own_address": False}, named) == []
+
+
+def test_domain_names_must_be_report_file_names():
+    assert option_problems({}, model("198.18.1.11", name="rack 1")) == [
+        "domain group 'rack 1': the name cannot be a report file name (rack 1.json); use letters, digits, '_', '-' and '.'"]
+
+
+def test_whole_numbers_are_bounded():
+    assert option_problems({"imex_ctl_timeout_s": 0, "imex_max_nodes": 100000, "imex_lock_wait_s": "5"}, IPV4) == [
+        "imex_max_nodes = 100000 is out of range 1..1024", "imex_ctl_timeout_s = 0 is out of range 1..3600"]
