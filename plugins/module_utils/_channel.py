@@ -33,6 +33,8 @@ IMEX_CHANNELS_DEVICE_NAME = "nvidia-caps-imex-channels"
 CREATE_CHANNEL0_PARAM = "NVreg_CreateImexChannel0"
 NVIDIA_MODULE = "nvidia"
 DEFAULT_CHANNEL_COUNT = 2048
+# The collection's own drop-in for the channel0 option.
+MODPROBE_PATH = "/etc/modprobe.d/nvidia-imex.conf"
 # NVreg_ImexChannelCount is limited to 20 bits, like the minor number of a dev_t.
 MAX_CHANNEL = (1 << 20) - 1
 DROPIN_OPTION_LINE = "options %s %s=1" % (NVIDIA_MODULE, CREATE_CHANNEL0_PARAM)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError, format_index_ranges
+
 STATE_COMPLETED = 'Completed'
 STATUS_SUCCESS = 'Success'
 HEALTHY = 'Healthy'
@@ -20,13 +22,8 @@ _GPU_HEADER = re.compile(r'^\s*GPU\s+(?P<bus_id>[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-
 _NOT_AVAILABLE = ('', 'N/A', 'NA', '[N/A]', 'Unknown', '[Unknown Error]')
 
 
-class SmiParseError(Exception):
+class SmiParseError(ParseError):
     """nvidia-smi printed something this parser cannot read; ``raw`` holds the full text."""
-
-    def __init__(self, message, raw):
-        super().__init__(message)
-        self.message = message
-        self.raw = raw
 
 
 def _indent(line):
@@ -145,29 +142,14 @@ def gpu_fabric(gpu):
     }
 
 
-def _range_text(indices):
-    parts = []
-    start = previous = None
-    for index in sorted(set(indices)):
-        if start is not None and index == previous + 1:
-            previous = index
-            continue
-        if start is not None:
-            parts.append(str(start) if start == previous else '%d-%d' % (start, previous))
-        start = previous = index
-    if start is not None:
-        parts.append(str(start) if start == previous else '%d-%d' % (start, previous))
-    return ', '.join(parts)
-
-
 def _gpu_indices_phrase(indices):
-    return ('GPU %s' if len(indices) == 1 else 'GPUs %s') % _range_text(indices)
+    return ('GPU %s' if len(indices) == 1 else 'GPUs %s') % format_index_ranges(indices)
 
 
 def _gpus_label(indices, bus_ids):
     if len(indices) == 1:
         return 'GPU %d (%s)' % (indices[0], bus_ids[indices[0]])
-    return 'GPUs %s' % _range_text(indices)
+    return 'GPUs %s' % format_index_ranges(indices)
 
 
 def _gpu_problem(gpu, has_fabric):

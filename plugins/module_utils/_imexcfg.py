@@ -20,6 +20,8 @@ _SETTING_LINE = re.compile(r"^[ \t]*(?P<key>[A-Za-z_][A-Za-z0-9_]*)[ \t]*=(?P<va
 _INTEGER = re.compile(r"^-?[0-9]+$")
 _IFNAME = re.compile(r"^[^\s/:]{1,15}$")
 MAX_PATH_LENGTH = 256
+# The daemon's config file, as the nvidia-imex package installs it.
+CONFIG_PATH = "/etc/nvidia-imex/config.cfg"
 
 
 class ConfigError(ValueError):

@@ -18,6 +18,9 @@ import socket
 FAMILY_IPV4 = "ipv4"
 FAMILY_IPV6 = "ipv6"
 FAMILY_HOSTNAME = "hostname"
+# The daemon's node list, and its size limit: the 18 compute trays of an NVL72 rack.
+NODES_CONFIG_PATH = "/etc/nvidia-imex/nodes_config.cfg"
+MAX_NODES = 18
 
 # RFC 1123 label: letters, digits and hyphens, 1-63 characters, no hyphen at either end.
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -110,7 +113,7 @@ def classify(entry):
     return FAMILY_HOSTNAME, entry.lower()
 
 
-def validate_nodes(entries, max_nodes=18, allow_mixed_families=False, allow_hostnames=True):
+def validate_nodes(entries, max_nodes=MAX_NODES, allow_mixed_families=False, allow_hostnames=True):
     """Validate the whole list; return a list of :class:`NodeEntry` or raise :class:`NodesError`.
 
     All problems are collected so that one run shows every bad entry.
@@ -122,8 +125,8 @@ def validate_nodes(entries, max_nodes=18, allow_mixed_families=False, allow_host
 
     problems = []
     if len(entries) > max_nodes:
-        problems.append("the node list has %d entries, more than max_nodes=%d (an NVL72 rack has 18 compute trays)"
-                        % (len(entries), max_nodes))
+        problems.append("the node list has %d entries, more than max_nodes=%d (an NVL72 rack has %d compute trays)"
+                        % (len(entries), max_nodes, MAX_NODES))
     valid = []
     seen = {}
     for index, text in enumerate(entries):

@@ -198,7 +198,7 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rackscale.imex.plugins.module_utils._channel import ChannelError, ensure_channel
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import MODPROBE_PATH, ChannelError, ensure_channel
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError
 
 
@@ -212,7 +212,7 @@ def main():
             owner=dict(type="str", default="root"),
             group=dict(type="str", default="root"),
             mode=dict(type="str"),
-            modprobe_path=dict(type="path", default="/etc/modprobe.d/nvidia-imex.conf"),
+            modprobe_path=dict(type="path", default=MODPROBE_PATH),
             modprobe_dir=dict(type="path", default="/etc/modprobe.d"),
             proc_devices=dict(type="path", default="/proc/devices"),
             params_path=dict(type="path", default="/proc/driver/nvidia/params"),

@@ -104,6 +104,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._files import (
     replace_file,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import (
+    CONFIG_PATH,
     ConfigError,
     apply_settings,
     validate_settings,
@@ -114,7 +115,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             settings=dict(type="dict", required=True),
-            path=dict(type="path", default="/etc/nvidia-imex/config.cfg"),
+            path=dict(type="path", default=CONFIG_PATH),
             allow_unknown=dict(type="bool", default=False),
             backup=dict(type="bool", default=False),
             create=dict(type="bool", default=False),

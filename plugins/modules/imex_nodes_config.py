@@ -129,6 +129,8 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
     FILE_GROUP,
     FILE_MODE,
     FILE_OWNER,
+    MAX_NODES,
+    NODES_CONFIG_PATH,
     NodesError,
     find_local,
     nodes_checksum,
@@ -141,8 +143,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             nodes=dict(type="list", elements="str", required=True),
-            path=dict(type="path", default="/etc/nvidia-imex/nodes_config.cfg"),
-            max_nodes=dict(type="int", default=18),
+            path=dict(type="path", default=NODES_CONFIG_PATH),
+            max_nodes=dict(type="int", default=MAX_NODES),
             allow_mixed_families=dict(type="bool", default=False),
             allow_hostnames=dict(type="bool", default=True),
             require_local=dict(type="bool", default=False),

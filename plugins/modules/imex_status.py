@@ -231,12 +231,9 @@ import shlex
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rackscale.imex.plugins.module_utils import _ctl
-
-# coreutils timeout: 124 = time limit reached, 137 = still running after -k and killed.
-_HUNG_RCS = (124, 137)
-_KILL_GRACE_SECONDS = '5'
-_C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
+from ansible_collections.rackscale.imex.plugins.module_utils import _assess, _ctl
+from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
+from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import CONFIG_PATH
 
 
 class CtlFailure(Exception):
@@ -249,12 +246,11 @@ class CtlFailure(Exception):
 
 
 class ImexCtl:
-    """Runs nvidia-imex-ctl through coreutils timeout and returns parsed output."""
+    """Runs nvidia-imex-ctl, bounded, and returns parsed output."""
 
-    def __init__(self, module, ctl_path, timeout_path):
-        self.module = module
+    def __init__(self, module, ctl_path):
+        self.runner = BoundedRunner(module)
         self.ctl_path = ctl_path
-        self.timeout_path = timeout_path
         self.config = module.params['config']
         self.command_timeout = module.params['command_timeout']
         self.hostnames = module.params['hostnames']
@@ -269,9 +265,8 @@ class ImexCtl:
         """Return (rc, stdout, stderr, shown command); raise CtlFailure when the call hung."""
         ctl_args = self._ctl_args(*flags)
         shown = ' '.join(shlex.quote(arg) for arg in ctl_args)
-        args = [self.timeout_path, '-k', _KILL_GRACE_SECONDS, str(self.command_timeout)] + ctl_args
-        rc, out, err = self.module.run_command(args, environ_update=_C_LOCALE)
-        if rc in _HUNG_RCS:
+        rc, out, err, hung = self.runner.run(ctl_args, self.command_timeout)
+        if hung:
             raise CtlFailure(
                 '%s did not answer within %d s (command_timeout) and was stopped: the local IMEX daemon '
                 'or the command port (IMEX_CMD_PORT) of a peer is not responding'
@@ -336,8 +331,8 @@ def _observe(ctl, params):
     if params['query_local']:
         local_state, local_error = ctl.local_state()
     parsed = ctl.domain()
-    assessment = _ctl.assess(parsed, expected_nodes=params['expected_nodes'],
-                             local_state=local_state, local_error=local_error)
+    assessment = _assess.assess(parsed, expected_nodes=params['expected_nodes'],
+                                local_state=local_state, local_error=local_error)
     assessment['source'] = parsed['source']
     return assessment
 
@@ -345,7 +340,7 @@ def _observe(ctl, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            config=dict(type='path', default='/etc/nvidia-imex/config.cfg'),
+            config=dict(type='path', default=CONFIG_PATH),
             expected_nodes=dict(type='list', elements='str'),
             wait=dict(type='bool', default=False),
             timeout=dict(type='int', default=300),
@@ -369,10 +364,7 @@ def main():
     if not ctl_path:
         module.fail_json(msg='nvidia-imex-ctl not found on PATH, /usr/bin or /usr/sbin: install the '
                              'nvidia-imex package matching the driver')
-    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
-    if not timeout_path:
-        module.fail_json(msg='coreutils timeout not found: it is needed to bound nvidia-imex-ctl, which can hang')
-    ctl = ImexCtl(module, ctl_path, timeout_path)
+    ctl = ImexCtl(module, ctl_path)
 
     started = time.monotonic()
     deadline = started + (params['timeout'] if params['wait'] else 0)
@@ -400,7 +392,7 @@ def main():
 
     result = dict(changed=False, attempts=attempts, elapsed=elapsed, **assessment)
     if not assessment['healthy']:
-        message = _ctl.unhealthy_message(assessment)
+        message = _assess.unhealthy_message(assessment)
         if params['wait']:
             message = 'not healthy after %d attempt(s) in %.0f s. %s' % (attempts, elapsed, message)
         if params['fail_unhealthy']:

@@ -214,33 +214,24 @@ raw:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rackscale.imex.plugins.module_utils import _fabric
+from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 
-_SMI_TIMEOUT_SECONDS = '120'
-_KILL_GRACE_SECONDS = '5'
-_HUNG_RCS = (124, 137)
-_SYSTEMCTL_TIMEOUT_SECONDS = '30'
+_SMI_TIMEOUT_SECONDS = 120
+_SYSTEMCTL_TIMEOUT_SECONDS = 30
 
 
-def _bounded(timeout_path, args, seconds):
-    """args behind coreutils timeout when it is there (a wedged GPU or systemd can hang a call)."""
-    if timeout_path:
-        return [timeout_path, '-k', _KILL_GRACE_SECONDS, seconds] + args
-    return args
-
-
-def service_states(module, timeout_path, units):
+def service_states(module, runner, units):
     """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
     states = dict((unit, None) for unit in units)
     systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if units else None
     if not systemctl:
         return states
     for unit in units:
-        args = _bounded(timeout_path, [systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
         # is-active exits non-zero for every state but active; the state is on stdout either way.
-        rc, out, _err = module.run_command(args, environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+        _rc, out, _err, hung = runner.run([systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
         words = out.split()
-        if words and not (timeout_path and rc in _HUNG_RCS):
+        if words and not hung:
             states[unit] = words[0]
     return states
 
@@ -260,11 +251,10 @@ def main():
         module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
                              'utilities or set nvidia_smi')
 
-    timeout_path = module.get_bin_path('timeout', opt_dirs=['/usr/bin', '/bin'])
-    rc, out, err = module.run_command(_bounded(timeout_path, [smi, '-q'], _SMI_TIMEOUT_SECONDS),
-                                      environ_update={'LANG': 'C', 'LC_ALL': 'C'})
-    if timeout_path and rc in _HUNG_RCS:
-        module.fail_json(msg='%s -q did not finish within %s s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
+    runner = BoundedRunner(module)
+    rc, out, err, hung = runner.run([smi, '-q'], _SMI_TIMEOUT_SECONDS)
+    if hung:
+        module.fail_json(msg='%s -q did not finish within %d s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
                          rc=rc, stdout=out, stderr=err)
     if rc != 0:
         module.fail_json(msg='%s -q failed with rc %d: %s' % (smi, rc, (err or out).strip()[:1000]),
@@ -279,7 +269,7 @@ def main():
         module.warn(warning)
     result = dict(changed=False,
                   files=dict((path, describe_file(path)) for path in module.params['files']),
-                  services=service_states(module, timeout_path, module.params['services']),
+                  services=service_states(module, runner, module.params['services']),
                   **summary)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)

@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
+from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, MAX_NODES, classify
 
 DEFAULT_PARENT = "imex_domains"
-DEFAULT_MAX_NODES = 18
+DEFAULT_MAX_NODES = MAX_NODES
 ADDRESS_KEYS = ("imex_address", "ansible_host")
 INDEX_KEY = "imex_node_index"
 SIZE_KEY = "imex_domain_size"

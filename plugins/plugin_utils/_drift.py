@@ -22,6 +22,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
     FILE_GROUP,
     FILE_MODE,
     FILE_OWNER,
+    MAX_NODES,
     NodesError,
     nodes_checksum,
     render_nodes,
@@ -36,7 +37,7 @@ def _read(observed):
     return observed
 
 
-def nodes_file_drifts(observed, nodes, max_nodes=18):
+def nodes_file_drifts(observed, nodes, max_nodes=MAX_NODES):
     """True unless ``observed`` already holds exactly the node list imex_nodes_config would write."""
     described = _read(observed)
     if described is None or not described["exists"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
 
 # Characters that would split or disguise a line of a tray file: C0 controls, DEL, and the Unicode
@@ -20,6 +21,8 @@ _MODE = re.compile(r"^0?[0-7]{3}$")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.:_-]{0,252})$")
 # A report is written as <domain>.json: the domain group name must be a plain file name.
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+# The modes in which this collection owns the channels.
+OWN_CHANNEL_MODES = ("static", "dra_host_managed")
 _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
                    "IMEX_CLIENT_KEY", "IMEX_CLIENT_CERT", "IMEX_CLIENT_CERT_AUTH")
 _AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
@@ -82,8 +85,9 @@ def settings_problems(settings, tls):
     return problems
 
 
-def channel_problems(channels):
-    """Isolation channel entries: owners, groups and modes a tray would refuse, and duplicates."""
+def channel_problems(channels, imex_mode):
+    """Isolation channel entries: numbers, owners, groups and modes a tray would refuse, duplicates,
+    and any entry in a mode whose channels belong to Slurm or the DRA driver."""
     problems = []
     seen = {}
     for position, entry in enumerate(channels):
@@ -91,15 +95,23 @@ def channel_problems(channels):
             problems.append("imex_channels[%d] = %s is not a mapping with a channel key" % (position, _shown(entry)))
             continue
         label = "imex_channels[%d] (channel %s)" % (position, entry.get("channel", "?"))
+        if imex_mode not in OWN_CHANNEL_MODES:
+            problems.append("%s: the channels belong to %s in imex_mode %s; remove imex_channels"
+                            % (label, "Slurm" if imex_mode == "slurm" else "the DRA driver", imex_mode))
+            continue
+        number = str(entry.get("channel", "")).strip()
+        if not number.isdigit() or not 1 <= int(number) <= MAX_CHANNEL:
+            problems.append("%s: channel must be a whole number from 1 to %d (channel0 is imex_channel0; the "
+                            "driver's own limit, 2048 by default, is checked on each tray)" % (label, MAX_CHANNEL))
         for key in ("owner", "group"):
             value = entry.get(key)
             if value is not None and not _USER_OR_GROUP.match(str(value)):
                 problems.append("%s: %s %s is not a user or group name, nor a numeric id" % (label, key, _shown(value)))
-        mode = entry.get("mode")
+        node_mode = entry.get("mode")
         # An unquoted 0660 is the YAML integer 432: only a quoted string says what was meant.
-        if mode is not None and not (isinstance(mode, str) and _MODE.match(mode)):
+        if node_mode is not None and not (isinstance(node_mode, str) and _MODE.match(node_mode)):
             problems.append("%s: mode %s is not an octal mode string such as \"0660\" (quote it in YAML)"
-                            % (label, _shown(mode)))
+                            % (label, _shown(node_mode)))
         state = entry.get("state", "present")
         if state not in ("present", "absent"):
             problems.append("%s: state %s is not present or absent" % (label, _shown(state)))
@@ -138,6 +150,6 @@ def option_problems(options, model):
         problems.append("imex_tls_target_override = %s is not a host name or address (letters, digits, '.', "
                         "'-', ':', '_')" % _shown(override))
     problems.extend(settings_problems(dict(options.get("imex_settings") or {}), bool(options.get("imex_tls"))))
-    problems.extend(channel_problems(list(options.get("imex_channels") or [])))
+    problems.extend(channel_problems(list(options.get("imex_channels") or []), options.get("imex_mode", "static")))
     problems.extend(model_problems(model, bool(options.get("imex_cmd_bind_own_address"))))
     return problems

@@ -83,9 +83,14 @@ CASES = {
         inventory(rack1=rack("a", 2)), {"imex_settings": {"SERVER_PORT": "50001"}},
         ["imex_settings sets SERVER_PORT, which the collection manages"]),
     "negative channel": (
-        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": -3}]}, ["imex_channels entry", "-3"]),
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": -3}]},
+        ["imex_channels[0] (channel -3): channel must be a whole number from 1 to 1048575"]),
     "channel beyond the minor range": (
-        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 1048576}]}, ["imex_channels entry", "1048576"]),
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 1048576}]},
+        ["imex_channels[0] (channel 1048576): channel must be a whole number from 1 to 1048575"]),
+    "isolation channel in slurm mode": (
+        inventory(rack1=rack("a", 2)), {"imex_mode": "slurm", "imex_channel0": False, "imex_channels": [{"channel": 3}]},
+        ["imex_channels[0] (channel 3): the channels belong to Slurm in imex_mode slurm"]),
     "dra mode with channel0": (
         inventory(rack1=rack("a", 2)), {"imex_mode": "dra", "imex_channel0": True},
         ["imex_mode=dra conflicts with imex_channel0=true"]),

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _ctl
+from ansible_collections.rackscale.imex.plugins.module_utils import _assess, _ctl, _text
 
 SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'ctl')
 RACK1 = ['198.18.1.%d' % (11 + i) for i in range(18)]
@@ -50,7 +50,7 @@ def test_verbatim_570_172_sample_is_up_and_healthy():
     assert len(parsed['cells']) == 18 * 18
     assert set(parsed['cells'].values()) == {'C'}
 
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert result['healthy'] is True
     assert result['problems'] == []
     assert result['broken_pairs'] == []
@@ -75,7 +75,7 @@ def test_missing_preamble_like_sed_1_11d():
     parsed = _ctl.parse_text('\n'.join(lines[11:]) + '\n')
     assert parsed['timestamp'] is None
     assert len(parsed['nodes']) == 18
-    assert _ctl.assess(parsed)['healthy'] is True
+    assert _assess.assess(parsed)['healthy'] is True
 
 
 def test_570_00_layout_without_version_column_and_narrow_matrix():
@@ -90,7 +90,7 @@ def test_570_00_layout_without_version_column_and_narrow_matrix():
     # width-3 columns: "10 11 12" still map to the right nodes
     assert parsed['cells'][(17, 10)] == 'C'
     assert len(parsed['cells']) == 324
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert result['healthy'] is True
     assert result['nodes'][5]['version'] is None
 
@@ -141,7 +141,7 @@ def test_dash_H_full_output_with_local_marker_and_unavailable_node():
     assert parsed['nodes'][0]['local'] is False
     assert parsed['nodes'][0]['hostname'] == 'theia0271'
     assert parsed['nodes'][2]['hostname'] is None
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert result['healthy'] is False
     assert result['domain_state'] == 'DEGRADED'
     assert [(p['from_index'], p['to_index'], p['state']) for p in result['broken_pairs']] == [
@@ -154,7 +154,7 @@ def test_dash_H_full_output_with_local_marker_and_unavailable_node():
 
 
 def test_degraded_3_of_18_lists_every_cell_but_summarises_dead_trays():
-    result = _ctl.assess(parse('N_580.95.09_degraded_3of18.txt'))
+    result = _assess.assess(parse('N_580.95.09_degraded_3of18.txt'))
     assert result['domain_state'] == 'DEGRADED'
     assert result['healthy'] is False
     # rows 3..17 are all I (15 x 18), live rows 0..2 see N towards the 15 dead nodes (3 x 15)
@@ -176,7 +176,7 @@ def test_degraded_3_of_18_lists_every_cell_but_summarises_dead_trays():
 
 
 def test_node_5_unavailable_row_I_column_R():
-    result = _ctl.assess(parse('N_580.95.09_node5_unavailable.txt'))
+    result = _assess.assess(parse('N_580.95.09_node5_unavailable.txt'))
     assert len(result['broken_pairs']) == 18 + 17
     assert result['problems'] == [
         'domain state is DEGRADED, not UP',
@@ -191,7 +191,7 @@ def test_node_5_unavailable_row_I_column_R():
 
 
 def test_version_mismatch():
-    result = _ctl.assess(parse('N_580_version_mismatch_node17.txt'))
+    result = _assess.assess(parse('N_580_version_mismatch_node17.txt'))
     assert 'versions differ: 580.95.09 on nodes 0-16, 580.65.06 on node 17' in result['problems']
     assert {p['state'] for p in result['broken_pairs']} == {'!V!'}
     assert len(result['broken_pairs']) == 34
@@ -200,7 +200,7 @@ def test_version_mismatch():
 
 
 def test_map_mismatch_is_summarised_as_blocks():
-    result = _ctl.assess(parse('N_580.95.09_map_mismatch_16_17.txt'))
+    result = _assess.assess(parse('N_580.95.09_map_mismatch_16_17.txt'))
     assert len(result['broken_pairs']) == 2 * 16 * 2
     assert {p['state'] for p in result['broken_pairs']} == {'!M!'}
     problems = result['problems']
@@ -211,7 +211,7 @@ def test_map_mismatch_is_summarised_as_blocks():
 
 
 def test_single_recovering_pair_is_named_with_addresses():
-    result = _ctl.assess(parse('N_580.95.09_pair_3_7_recovering.txt'))
+    result = _assess.assess(parse('N_580.95.09_pair_3_7_recovering.txt'))
     assert result['problems'] == [
         'domain state is DEGRADED, not UP',
         'pair 3 (198.18.1.14) -> 7 (198.18.1.18): R (recovering: connection lost, cleanup not yet triggered)',
@@ -242,7 +242,7 @@ def test_matrix_columns_map_to_header_indices_not_positions():
     assert parsed['cells'][(0, 3)] == 'D'
     assert parsed['cells'][(3, 0)] == 'A'
     assert (0, 2) not in parsed['cells']
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert [n['index'] for n in result['nodes']] == [0, 1, 3]
     assert 'pair 0 (10.0.0.1) -> 3 (10.0.0.4): D (disconnected: connection lost, cleanup triggered)' \
         in result['problems']
@@ -257,13 +257,13 @@ def test_adjacent_mismatch_cells_in_narrow_columns_are_split():
 
 
 def test_unknown_cell_letter_is_broken_and_explained():
-    result = _ctl.assess(_ctl.parse_text(MINI.format(a='X', b='C', state='DEGRADED')))
+    result = _assess.assess(_ctl.parse_text(MINI.format(a='X', b='C', state='DEGRADED')))
     assert 'pair 0 (10.0.0.1) -> 3 (10.0.0.4): X (unknown connection state)' in result['problems']
 
 
 def test_up_but_broken_cells_still_unhealthy():
     # The domain line alone is never trusted: every cell is checked.
-    result = _ctl.assess(_ctl.parse_text(MINI.format(a='N', b='C', state='UP')))
+    result = _assess.assess(_ctl.parse_text(MINI.format(a='N', b='C', state='UP')))
     assert result['domain_state'] == 'UP'
     assert result['healthy'] is False
     assert result['problems'] == ['pair 0 (10.0.0.1) -> 3 (10.0.0.4): N (never connected)']
@@ -295,7 +295,7 @@ def test_verbatim_json_two_nodes():
     assert parsed['source'] == 'json'
     assert parsed['domain_state'] == 'UP'
     assert parsed['timestamp'] == '8/8/2025 17:38:02.641'
-    result = _ctl.assess(parsed, expected_nodes=['192.168.103.159', '192.168.107.187'], local_state='READY')
+    result = _assess.assess(parsed, expected_nodes=['192.168.103.159', '192.168.107.187'], local_state='READY')
     assert result['healthy'] is True
     assert result['nodes'] == [
         {'index': 0, 'address': '192.168.103.159', 'status': 'READY', 'version': '570.172.08', 'hostname': None},
@@ -304,8 +304,8 @@ def test_verbatim_json_two_nodes():
 
 
 def test_json_expected_nodes_order_matters():
-    result = _ctl.assess(parse('N_json_570.172.08_up_2nodes.json'),
-                         expected_nodes=['192.168.107.187', '192.168.103.159'])
+    result = _assess.assess(parse('N_json_570.172.08_up_2nodes.json'),
+                            expected_nodes=['192.168.107.187', '192.168.103.159'])
     assert result['healthy'] is False
     assert result['problems'] == [
         'node list differs from the expected list: order: 192.168.103.159 is node 0, expected node 1; '
@@ -313,22 +313,22 @@ def test_json_expected_nodes_order_matters():
 
 
 def test_json_expected_nodes_missing_and_unexpected():
-    result = _ctl.assess(parse('N_json_570.172.08_up_2nodes.json'),
-                         expected_nodes=['192.168.103.159', '192.168.107.200', '192.168.107.201'])
+    result = _assess.assess(parse('N_json_570.172.08_up_2nodes.json'),
+                            expected_nodes=['192.168.103.159', '192.168.107.200', '192.168.107.201'])
     assert ('node list differs from the expected list: missing 192.168.107.200 (expected as node 1), '
             '192.168.107.201 (expected as node 2); unexpected 192.168.107.187 (node 1)') in result['problems']
 
 
 def test_expected_host_names_compare_case_insensitively():
     parsed = _ctl.parse_text(MINI.format(a='C', b='C', state='UP').replace('10.0.0.1', 'Tray-A'))
-    result = _ctl.assess(parsed, expected_nodes=['tray-a', '10.0.0.2', '10.0.0.4'])
+    result = _assess.assess(parsed, expected_nodes=['tray-a', '10.0.0.2', '10.0.0.4'])
     # index 2 is absent from the output: 10.0.0.4 sits at index 3 where 2 was expected
     assert result['problems'] == ['node list differs from the expected list: order: 10.0.0.4 is node 3, '
                                   'expected node 2']
 
 
 def test_json_unconfigured_daemon_is_down():
-    result = _ctl.assess(parse('N_json_unconfigured_down.json'))
+    result = _assess.assess(parse('N_json_unconfigured_down.json'))
     assert result['domain_state'] == 'DOWN'
     assert result['nodes'] == [{'index': 0, 'address': '0.0.0.0', 'status': 'UNAVAILABLE', 'version': None,
                                 'hostname': None}]
@@ -342,7 +342,7 @@ def test_json_sparse_unordered_tab_indented_with_hostnames():
     text = sample('N_json_580.95.09_degraded_sparse_tabs.json')
     assert '\t' in text
     parsed = _ctl.parse_json(text)
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert [n['index'] for n in result['nodes']] == [0, 3, 5, 7, 12]
     by_index = {n['index']: n for n in result['nodes']}
     assert by_index[0]['hostname'] == 'rack1-tray01'
@@ -366,7 +366,7 @@ def test_json_sparse_unordered_tab_indented_with_hostnames():
 def test_json_compact_18_nodes_with_hostnames():
     text = sample('N_json_580.95.09_up_18nodes_compact.json')
     assert text.count('\n') == 1
-    result = _ctl.assess(_ctl.parse_json(text), expected_nodes=RACK1, local_state='READY')
+    result = _assess.assess(_ctl.parse_json(text), expected_nodes=RACK1, local_state='READY')
     assert result['healthy'] is True
     assert result['nodes'][17]['hostname'] == 'rack1-tray18'
     assert [n['address'] for n in result['nodes']] == RACK1
@@ -381,7 +381,7 @@ def test_json_top_level_status_is_the_domain_state_wherever_it_appears():
     }}
     parsed = _ctl.parse_json(json.dumps(document))
     assert parsed['domain_state'] == 'DEGRADED'
-    result = _ctl.assess(parsed)
+    result = _assess.assess(parsed)
     assert result['problems'] == ['domain state is DEGRADED, not UP']
     assert [n['version'] for n in result['nodes']] == ['NO_GPU', 'NO_GPU']
 
@@ -394,7 +394,7 @@ def test_json_with_log_lines_around_it():
 def test_json_unknown_connection_word_is_kept():
     document = json.loads(sample('N_json_570.172.08_up_2nodes.json'))
     document['nodes']['0']['connections']['1']['status'] = 'SOMETHING_NEW'
-    result = _ctl.assess(_ctl.parse_json(json.dumps(document)))
+    result = _assess.assess(_ctl.parse_json(json.dumps(document)))
     assert result['broken_pairs'][0]['state'] == 'SOMETHING_NEW'
     assert ('pair 0 (192.168.103.159) -> 1 (192.168.107.187): SOMETHING_NEW (unknown connection state)'
             in result['problems'])
@@ -418,7 +418,7 @@ def test_unparseable_json_raises_with_raw(text, message):
 
 
 def test_json_with_no_nodes_is_a_problem_not_a_crash():
-    result = _ctl.assess(_ctl.parse_json('{"nodes": {}, "status": "DOWN"}'))
+    result = _assess.assess(_ctl.parse_json('{"nodes": {}, "status": "DOWN"}'))
     assert result['healthy'] is False
     assert 'nvidia-imex-ctl lists no nodes' in result['problems']
 
@@ -460,14 +460,14 @@ def test_cell_letter(word, letter):
 
 def test_local_state_not_ready_makes_an_up_domain_unhealthy():
     parsed = parse('N_570.172_up_18nodes.txt')
-    result = _ctl.assess(parsed, local_state='WAITING_FOR_RECOVERY')
+    result = _assess.assess(parsed, local_state='WAITING_FOR_RECOVERY')
     assert result['local_state'] == 'WAITING_FOR_RECOVERY'
     assert result['healthy'] is False
     assert result['problems'][0].startswith('local daemon is WAITING_FOR_RECOVERY, not READY (')
 
 
 def test_local_query_error_is_a_problem():
-    result = _ctl.assess(parse('N_570.172_up_18nodes.txt'), local_error='Query Status returned error code: 14')
+    result = _assess.assess(parse('N_570.172_up_18nodes.txt'), local_error='Query Status returned error code: 14')
     assert result['local_state'] is None
     assert result['problems'] == ['local daemon query (nvidia-imex-ctl -q) failed: Query Status returned error '
                                   'code: 14']
@@ -476,13 +476,13 @@ def test_local_query_error_is_a_problem():
 def test_other_daemon_states_are_named():
     text = sample('N_570.172_up_18nodes.txt').replace(
         'Node #4   - 172.31.50.39    - READY               ', 'Node #4   - 172.31.50.39    - INIT_GPU            ')
-    result = _ctl.assess(_ctl.parse_text(text))
+    result = _assess.assess(_ctl.parse_text(text))
     assert 'node 4 (172.31.50.39) is INIT_GPU (the daemon is initializing the GPUs)' in result['problems']
 
 
 def test_unhealthy_message_lists_every_problem():
-    result = _ctl.assess(parse('N_580.95.09_pair_3_7_recovering.txt'))
-    message = _ctl.unhealthy_message(result)
+    result = _assess.assess(parse('N_580.95.09_pair_3_7_recovering.txt'))
+    message = _assess.unhealthy_message(result)
     assert message.startswith('IMEX domain is not healthy (domain state DEGRADED): ')
     for problem in result['problems']:
         assert problem in message
@@ -492,4 +492,4 @@ def test_unhealthy_message_lists_every_problem():
     ([], ''), ([4], '4'), ([0, 1, 2, 5, 7, 8], '0-2, 5, 7-8'), ([3, 1, 2, 2], '1-3'),
 ])
 def test_format_index_ranges(indices, text):
-    assert _ctl.format_index_ranges(indices) == text
+    assert _text.format_index_ranges(indices) == text

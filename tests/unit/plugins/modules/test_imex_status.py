@@ -146,12 +146,14 @@ def test_hostnames_adds_dash_H(run, config):
     assert result['healthy'] is False
 
 
-def test_hung_ctl_is_named_with_its_timeout(run, config):
-    ctl = FakeCtl(json=(124, '', ''), query=(0, 'READY\n', ''))
+@pytest.mark.parametrize('rc', [124, 137, -9])
+def test_hung_ctl_is_named_with_its_timeout(run, config, rc):
+    """124: the limit was reached; 137: killed after -k; -9: killed by SIGKILL as Python reports it."""
+    ctl = FakeCtl(json=(rc, '', ''), query=(0, 'READY\n', ''))
     ok, result = run({'config': config}, ctl)
     assert not ok
     assert result['msg'].startswith("%s -c %s -N -j did not answer within 30 s (command_timeout)" % (CTL, config))
-    assert result['rc'] == 124
+    assert result['rc'] == rc
     assert 'raw' not in result
     # a hung JSON call is not retried as text: that would only double the wait
     assert ctl.flags() == [['-c', config, '-q'], ['-c', config, '-N', '-j']]

@@ -91,11 +91,17 @@ def test_health_summary_becomes_a_warning(run):
     assert len(result['_warnings']) == 1 and result['_warnings'][0].startswith('GPUs 0-3: fabric health is Unhealthy')
 
 
-def test_explicit_path_and_no_timeout_binary(run):
+def test_explicit_path_is_used_behind_timeout(run):
     ok, result, calls = run({'nvidia_smi': '/opt/nvidia/bin/nvidia-smi'},
-                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''), bins={})
+                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''), bins={'timeout': TIMEOUT})
     assert ok
-    assert calls == [['/opt/nvidia/bin/nvidia-smi', '-q']]
+    assert calls == [[TIMEOUT, '-k', '5', '120', '/opt/nvidia/bin/nvidia-smi', '-q']]
+
+
+def test_no_timeout_binary_is_refused_before_any_call(run):
+    ok, result, calls = run({'nvidia_smi': '/opt/nvidia/bin/nvidia-smi'}, (0, '', ''), bins={})
+    assert not ok and result['msg'].startswith('coreutils timeout not found on PATH, /usr/bin or /bin')
+    assert calls == []
 
 
 def test_nvidia_smi_missing(run):
@@ -112,8 +118,10 @@ def test_nvidia_smi_fails(run):
     assert result['rc'] == 9
 
 
-def test_nvidia_smi_hangs(run):
-    ok, result, _calls = run({}, (124, '', ''))
+@pytest.mark.parametrize('rc', [124, 137, -9])
+def test_nvidia_smi_hangs(run, rc):
+    """124: the limit was reached; 137: killed after -k; -9: killed by SIGKILL as Python reports it."""
+    ok, result, _calls = run({}, (rc, '', ''))
     assert not ok and result['msg'] == '%s -q did not finish within 120 s and was stopped' % SMI
 
 
@@ -160,11 +168,13 @@ def test_service_states_come_from_systemctl_is_active(run):
             return 0, 'active\n', ''
         if cmd[-1] == 'wedged':
             return 124, '', ''
+        if cmd[-1] == 'killed':
+            return -9, 'activating\n', ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
-    ok, result, calls = run({'services': ['nvidia-imex', 'simdriver', 'wedged']}, answer,
+    ok, result, calls = run({'services': ['nvidia-imex', 'simdriver', 'wedged', 'killed']}, answer,
                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
     assert ok
-    assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None}
+    assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None, 'killed': None}
     assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-active', '--', 'nvidia-imex'] in calls
 
 

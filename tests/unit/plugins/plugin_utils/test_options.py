@@ -90,3 +90,13 @@ def test_domain_names_must_be_report_file_names():
 def test_whole_numbers_are_bounded():
     assert option_problems({"imex_ctl_timeout_s": 0, "imex_max_nodes": 100000, "imex_lock_wait_s": "5"}, IPV4) == [
         "imex_max_nodes = 100000 is out of range 1..1024", "imex_ctl_timeout_s = 0 is out of range 1..3600"]
+
+
+def test_channel_numbers_and_the_modes_that_own_channels():
+    assert option_problems({"imex_channels": [{"channel": "0"}, {"channel": 1048576}, {"channel": "x"}]}, IPV4) == [
+        "imex_channels[%d] (channel %s): channel must be a whole number from 1 to 1048575 (channel0 is imex_channel0; "
+        "the driver's own limit, 2048 by default, is checked on each tray)" % (position, number)
+        for position, number in ((0, "0"), (1, 1048576), (2, "x"))]
+    assert option_problems({"imex_mode": "dra", "imex_channels": [{"channel": 5}]}, IPV4) == [
+        "imex_channels[0] (channel 5): the channels belong to the DRA driver in imex_mode dra; remove imex_channels"]
+    assert option_problems({"imex_mode": "dra_host_managed", "imex_channels": [{"channel": 5}]}, IPV4) == []
