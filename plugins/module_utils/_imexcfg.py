@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.rackscale.imex.plugins.module_utils._text import ProblemsError
+
 _KEY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An active setting line. Leading/trailing blanks around the key are tolerated when reading; the
 # daemon's own handling of them is UNKNOWN, so lines we manage are rewritten as plain KEY=value.
@@ -24,17 +26,11 @@ MAX_PATH_LENGTH = 256
 CONFIG_PATH = "/etc/nvidia-imex/config.cfg"
 
 
-class ConfigError(ValueError):
+class ConfigError(ProblemsError):
     """A setting is invalid; the message names the key and the value.
 
     ``problems`` holds one message per bad setting; str() joins them with '; '.
     """
-
-    def __init__(self, problems):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = list(problems)
-        super().__init__("; ".join(self.problems))
 
 
 class _Spec(object):

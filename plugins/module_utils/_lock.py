@@ -35,19 +35,16 @@ import stat
 import tempfile
 import time
 
+from ansible_collections.rackscale.imex.plugins.module_utils._text import DetailedError
+
 DEFAULT_PATH = "/run/lock/rackscale-imex.lock"
 GUARD_SUFFIX = ".guard"
 LOCK_MODE = 0o644
 _MAX_BYTES = 64 * 1024
 
 
-class LockError(Exception):
+class LockError(DetailedError):
     """The lock could not be taken or released; ``details`` go into the module result."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.message = message
-        self.details = details
 
 
 class Found:

@@ -15,6 +15,8 @@ import ipaddress
 import re
 import socket
 
+from ansible_collections.rackscale.imex.plugins.module_utils._text import ProblemsError
+
 FAMILY_IPV4 = "ipv4"
 FAMILY_IPV6 = "ipv6"
 FAMILY_HOSTNAME = "hostname"
@@ -30,17 +32,11 @@ _MAX_HOSTNAME = 253
 _SHELL_META = set("|&;<>()$`\\\"' *?[]#~=%!{},^")
 
 
-class NodesError(ValueError):
+class NodesError(ProblemsError):
     """The node list is invalid; the message lists every bad entry with its position.
 
     ``problems`` holds one message per problem; str() joins them with '; '.
     """
-
-    def __init__(self, problems):
-        if isinstance(problems, str):
-            problems = [problems]
-        self.problems = list(problems)
-        super().__init__("; ".join(self.problems))
 
 
 class NodeEntry(object):

@@ -14,6 +14,25 @@ class ParseError(Exception):
         self.raw = raw
 
 
+class ProblemsError(ValueError):
+    """Input is invalid; ``problems`` holds one message per problem, str() joins them with '; '."""
+
+    def __init__(self, problems):
+        if isinstance(problems, str):
+            problems = [problems]
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class DetailedError(Exception):
+    """A step failed; ``message`` is for the operator, ``details`` go into the module result."""
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
 def format_index_ranges(indices):
     """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8'."""
     parts = []

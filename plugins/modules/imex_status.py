@@ -78,20 +78,8 @@ options:
         drivers carries host names without it.
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same report without modifying the target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed when in diff mode.
-    support: none
-  idempotent:
-    description: Running the module again with the same options gives the same result and changes nothing.
-    support: full
-  platform:
-    description: Target OS families that can be operated against.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rackscale.imex._read_only
 notes:
   - Needs C(nvidia-imex-ctl) on the target and C(IMEX_CMD_ENABLED=1) in the daemon configuration;
     node states and versions are gathered over each node's C(IMEX_CMD_PORT) (50005 by default), so a
@@ -234,15 +222,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rackscale.imex.plugins.module_utils import _assess, _ctl
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import CONFIG_PATH
+from ansible_collections.rackscale.imex.plugins.module_utils._text import DetailedError
 
 
-class CtlFailure(Exception):
+class CtlFailure(DetailedError):
     """One nvidia-imex-ctl call failed; carries what the user needs to see."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.message = message
-        self.details = details
 
 
 class ImexCtl:

@@ -47,27 +47,15 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same report without modifying the target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed when in diff mode.
-    support: none
-  idempotent:
-    description: Running the module again with the same options gives the same result and changes nothing.
-    support: full
-  platform:
-    description: Target OS families that can be operated against.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rackscale.imex._read_only
 notes:
   - A Health Summary other than C(Healthy) on a registered GPU is reported as a warning; it does not
     make RV(fabric_ok) false because IMEX can still run.
   - Fabric registration is done by the NVLink fabric (NMX / fabric manager). A GPU stuck in
     C(In Progress) or with Status C(Insufficient Resources) cannot be fixed by IMEX configuration.
-  - When coreutils C(timeout) is available, C(nvidia-smi) is stopped after 120 seconds so that a
-    stuck GPU cannot hang the play. C(systemctl is-active) is bounded to 30 seconds the same way.
+  - Needs coreutils C(timeout), which stops C(nvidia-smi) after 120 seconds so that a stuck GPU cannot
+    hang the play, and C(systemctl is-active) after 30 seconds the same way.
   - RV(files) and RV(services) are what the tray held when it was read; a play that decides on them
     acts on that moment.
 seealso:
