@@ -51,12 +51,6 @@ def parse_section(lines, base_indent):
     return root
 
 
-def parse_fabric_block(text):
-    """Return the first ``Fabric`` section found in ``text`` as a nested dict, or None."""
-    lines = [line.expandtabs() for line in (text or '').splitlines()]
-    return _fabric_from_lines(lines)
-
-
 def _fabric_from_lines(lines):
     for position, line in enumerate(lines):
         # The section title is the bare word; "GPU Fabric GUID : ..." and similar are plain keys.

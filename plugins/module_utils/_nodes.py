@@ -180,17 +180,6 @@ def render_nodes(entries):
     return "".join("%s\n" % (entry.text if isinstance(entry, NodeEntry) else entry) for entry in entries)
 
 
-def parse_nodes(text):
-    """Entries of a nodes_config.cfg, in order, ignoring blank lines and '#' comment lines."""
-    entries = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        entries.append(stripped)
-    return entries
-
-
 def _can_bind(family, sockaddr):
     """True when a socket can be bound to ``sockaddr``, i.e. the address is configured on this host.
 

@@ -24,12 +24,17 @@ def sample(name):
         return handle.read()
 
 
+def fabric_block(name):
+    """The Fabric section of a sample that holds only that section (as grep printed it)."""
+    return _fabric._fabric_from_lines([line.expandtabs() for line in sample(name).splitlines()])
+
+
 def tray(name):
     return _fabric.summarise_tray(_fabric.parse_smi_query(sample(name)))
 
 
 def test_verbatim_issue_626_block():
-    block = _fabric.parse_fabric_block(sample('fabric_gb200_issue626_grep.txt'))
+    block = fabric_block('fabric_gb200_issue626_grep.txt')
     assert block == {
         'State': 'Completed', 'Status': 'Success', 'CliqueId': '2',
         'ClusterUUID': 'dc6e40c4-d722-4357-9ba6-5291dd461278',
@@ -38,7 +43,7 @@ def test_verbatim_issue_626_block():
 
 
 def test_verbatim_in_progress_block_with_partition_field():
-    block = _fabric.parse_fabric_block(sample('fabric_580.159.04_in_progress.txt'))
+    block = fabric_block('fabric_580.159.04_in_progress.txt')
     assert block['State'] == 'In Progress'
     assert block['Status'] == 'N/A'
     assert block['Health']['Partition Assigned'] == 'N/A'

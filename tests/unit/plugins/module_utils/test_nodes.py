@@ -12,7 +12,6 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
     NodesError,
     classify,
     find_local,
-    parse_nodes,
     render_nodes,
     validate_nodes,
 )
@@ -145,19 +144,11 @@ def test_validate_rejects_non_string():
         validate_nodes([10])
 
 
-def test_render_and_parse_round_trip():
+def test_render_writes_one_entry_a_line():
     entries = validate_nodes(RACK[:4])
     text = render_nodes(entries)
     assert text == "198.18.1.11\n198.18.1.12\n198.18.1.13\n198.18.1.14\n"
-    assert parse_nodes(text) == RACK[:4]
     assert render_nodes(["a", "b"]) == "a\nb\n"
-
-
-def test_parse_ignores_comments_and_blank_lines():
-    # AWS ParallelCluster installs a node file that starts with a comment.
-    text = ("## Please replace below fake IP's with correct IP address of launched instances\n"
-            "\n0.0.0.0\n  10.0.0.2  \n# trailing comment\n")
-    assert parse_nodes(text) == ["0.0.0.0", "10.0.0.2"]
 
 
 # --- find_local --------------------------------------------------------------------------------
