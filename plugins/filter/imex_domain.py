@@ -18,6 +18,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     HOST_VAR_KEYS,
     DomainModelError,
     build_model,
+    check_play,
 )
 
 
@@ -142,6 +143,27 @@ def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT
         )
     except DomainModelError as exc:
         raise AnsibleFilterError(str(exc)) from None
+
+
+def model_or_problems(groups, hostvars, play_hosts, **options):
+    """{model, problems}: the model and the trays of the play in no domain, or every problem found.
+
+    For a caller that reports the problems itself, one sentence each, instead of a wrapped error.
+    """
+    try:
+        model = imex_domain_model(groups, hostvars, **options)
+        check_play(model, [str(host) for host in play_hosts])
+    except DomainModelError as exc:
+        return {"model": None, "problems": exc.problems}
+    except AnsibleFilterError as exc:
+        return {"model": None, "problems": _problem_lines(str(exc))}
+    return {"model": model, "problems": []}
+
+
+def _problem_lines(message):
+    """The '- ' lines of a DomainModelError message, or the whole message when it has none."""
+    lines = [line[2:] for line in message.splitlines() if line.startswith("- ")]
+    return lines or [message]
 
 
 class FilterModule(object):

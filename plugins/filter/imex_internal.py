@@ -7,8 +7,9 @@ These filters turn what the role's tasks gathered into the role's next decision.
 its data as arguments (no hostvars, no register names), so the role's task files stay the one
 place that knows what they registered. Their arguments may change without notice; use the role.
 
-imex_internal_check_play(model, play_hosts)
-    True when every tray of the play is in a domain of the model; fails naming the others.
+imex_internal_domain_model(groups, hostvars, play_hosts, **options)
+    {model, problems}: the domain model (options as imex_domain_model's), or every problem of the
+    inventory, the trays of the play in no domain included, one sentence each.
 imex_internal_settings_problems(settings)
     One sentence per config.cfg setting imex_config would refuse on a tray.
 imex_internal_option_problems(options, model)
@@ -24,10 +25,8 @@ imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_
 """
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
-
+from ansible_collections.rackscale.imex.plugins.filter.imex_domain import model_or_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
-from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import DomainModelError, check_play
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
@@ -35,11 +34,8 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._report import doma
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
 
 
-def imex_internal_check_play(model, play_hosts):
-    try:
-        return check_play(model, [str(host) for host in play_hosts])
-    except DomainModelError as exc:
-        raise AnsibleFilterError(str(exc)) from None
+def imex_internal_domain_model(groups, hostvars, play_hosts, **options):
+    return model_or_problems(groups, hostvars, play_hosts, **options)
 
 
 def imex_internal_settings_problems(settings):
@@ -75,7 +71,7 @@ class FilterModule:
 
     def filters(self):
         return {
-            "imex_internal_check_play": imex_internal_check_play,
+            "imex_internal_domain_model": imex_internal_domain_model,
             "imex_internal_settings_problems": imex_internal_settings_problems,
             "imex_internal_option_problems": imex_internal_option_problems,
             "imex_internal_fabric_problems": imex_internal_fabric_problems,

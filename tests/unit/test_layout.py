@@ -30,7 +30,7 @@ def _python_files(folder):
 
 
 def test_every_module_util_is_used_by_a_module_that_runs_on_the_trays():
-    reached, todo = set(), [path for path in _python_files("modules")]
+    reached, todo = set(), _python_files("modules")
     while todo:
         for package, module in _imports(todo.pop()):
             assert package == "module_utils", "a module imports controller code (plugin_utils.%s)" % module

@@ -25,7 +25,7 @@ from ansible.vars.manager import VariableManager
 
 from ansible_collections.rackscale.imex.plugins.filter import imex_domain as filters
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import FilterModule, imex_domain_model
-from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_check_play
+from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_domain_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))  # tests/unit/plugins/filter -> root
@@ -286,19 +286,18 @@ def test_flag_that_is_not_a_boolean():
         "allow_mixed_families must be true or false, got 'sometimes'")
 
 
-# --- check_play ---------------------------------------------------------------------
+# --- the role's model filter ---------------------------------------------------------------------
 
-def test_check_play_filter():
+def test_the_internal_model_filter_returns_every_problem_instead_of_raising():
     groups, hostvars = plain_inventory()
     model = imex_domain_model(groups, hostvars, domains=["rack1"])
 
-    assert imex_internal_check_play(model, ["t1"]) is True
-    with pytest.raises(AnsibleFilterError) as info:
-        imex_internal_check_play(model, ["t1", "login01"])
-    assert str(info.value) == (
-        "IMEX domain model: 1 problem in the inventory:\n- tray login01 is in the play but in no IMEX domain "
-        "(no child group of imex_domains holds it); add it to the group of its rack or NVLink partition, or "
-        "leave it out of the play")
+    assert imex_internal_domain_model(groups, hostvars, ["t1"], domains=["rack1"]) == {"model": model, "problems": []}
+    assert imex_internal_domain_model(groups, hostvars, ["t1", "login01"], domains=["rack1"]) == {"model": None, "problems": [
+        "tray login01 is in the play but in no IMEX domain (no child group of imex_domains holds it); add it to the "
+        "group of its rack or NVLink partition, or leave it out of the play"]}
+    found = imex_internal_domain_model(groups, hostvars, ["t1"], domains=["rack1"], max_nodes=0)
+    assert found == {"model": None, "problems": ["max_nodes = 0 (int) is not a positive integer"]}
 
 
 # --- plugin registration and documentation ------------------------------------------------------
@@ -351,7 +350,7 @@ PLAYBOOK = """\
       ansible.builtin.debug:
         msg:
           model: "{{ model }}"
-          in_domains: "{{ model | rackscale.imex.imex_internal_check_play(ansible_play_hosts_all) }}"
+          in_domains: "{{ (groups | rackscale.imex.imex_internal_domain_model(hostvars, ansible_play_hosts_all)).problems == [] }}"
 """
 
 
