@@ -18,8 +18,11 @@ imex_internal_fabric_problems(model, fabric_by_tray)
     One sentence per tray or domain whose NVLink fabric disagrees with the model.
 imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes)
     {nodes, config}: whether writing the node list / config would change the tray, from its read.
-imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results)
-    {problems, restart}: the trays to restart after the writes of one wave.
+imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results, tray_infos, service,
+                           allow_busy)
+    {problems, restart}: the trays to restart after the writes of one wave; busy domains refused.
+imex_internal_busy_trays(trays, tray_infos, service)
+    One phrase per tray of a domain with work on it (GPU processes, a Slurm job) while its daemon runs.
 imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs)
     The verdict and report of one domain from its leader's status.
 """
@@ -31,7 +34,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemo
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
-from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
 
 
 def imex_internal_domain_model(groups, hostvars, play_hosts, **options):
@@ -58,8 +61,14 @@ def imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_pa
     return daemon_drift(tray_info, list(nodes), nodes_path, dict(settings), config_path, max_nodes)
 
 
-def imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results):
-    return restart_plan(dict(domains), list(trays), list(nodes_results), list(config_results), list(tls_results))
+def imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results, tray_infos, service,
+                               allow_busy):
+    return restart_plan(dict(domains), list(trays), list(nodes_results), list(config_results), list(tls_results),
+                        tray_infos=list(tray_infos), service=service, allow_busy=bool(allow_busy))
+
+
+def imex_internal_busy_trays(trays, tray_infos, service):
+    return busy_trays(list(trays), list(tray_infos), service)
 
 
 def imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs=0):
@@ -77,5 +86,6 @@ class FilterModule:
             "imex_internal_fabric_problems": imex_internal_fabric_problems,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,
             "imex_internal_restart_plan": imex_internal_restart_plan,
+            "imex_internal_busy_trays": imex_internal_busy_trays,
             "imex_internal_domain_report": imex_internal_domain_report,
         }

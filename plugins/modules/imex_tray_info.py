@@ -47,6 +47,18 @@ options:
     type: list
     elements: str
     default: []
+  compute_apps:
+    description:
+      - Also list the GPU compute processes (C(nvidia-smi --query-compute-apps)) in RV(compute_apps),
+        so that a caller can tell whether a restart of the IMEX daemon would cut running work.
+    type: bool
+    default: false
+  slurm_state:
+    description:
+      - Also report this node's Slurm state (C(scontrol show node <short host name>)) in RV(slurm_state)
+        when C(scontrol) is installed.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - rackscale.imex._read_only
 notes:
@@ -88,6 +100,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+compute_apps:
+  description:
+    - The GPU compute processes of the tray, with O(compute_apps); an empty list when none runs.
+    - V(null) when they could not be read (the query failed, hung or printed something unreadable).
+  returned: when O(compute_apps) is true
+  type: list
+  elements: dict
+  sample: [{pid: 4242, name: python3, used_memory: 40960 MiB}]
+slurm_state:
+  description: This node's Slurm state, for example C(ALLOCATED+DRAIN); V(null) without C(scontrol) or when it gave none.
+  returned: when O(slurm_state) is true
+  type: str
+  sample: IDLE
 gpus:
   description: Fabric information of every GPU, in C(nvidia-smi) order. N/A values are V(null).
   returned: success
@@ -201,7 +226,9 @@ raw:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rackscale.imex.plugins.module_utils import _fabric
+import socket
+
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _fabric
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 
@@ -224,6 +251,27 @@ def service_states(module, runner, units):
     return states
 
 
+def compute_apps(runner, smi):
+    """The tray's GPU compute processes, or None when they cannot be read."""
+    rc, out, _err, hung = runner.run([smi] + _activity.COMPUTE_APPS_QUERY, _SMI_TIMEOUT_SECONDS)
+    if hung or rc != 0:
+        return None
+    try:
+        return _activity.parse_compute_apps(out)
+    except _activity.ParseError:
+        return None
+
+
+def slurm_state(module, runner):
+    """This node's Slurm state, or None without scontrol or an answer."""
+    scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
+    if not scontrol:
+        return None
+    node = socket.gethostname().split('.')[0]
+    rc, out, _err, hung = runner.run([scontrol, 'show', 'node', node, '--oneliner'], _SYSTEMCTL_TIMEOUT_SECONDS)
+    return None if hung or rc != 0 else _activity.parse_slurm_state(out)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -231,6 +279,8 @@ def main():
             strict=dict(type='bool', default=True),
             files=dict(type='list', elements='path', default=[]),
             services=dict(type='list', elements='str', default=[]),
+            compute_apps=dict(type='bool', default=False),
+            slurm_state=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -259,6 +309,10 @@ def main():
                   files=dict((path, describe_file(path)) for path in module.params['files']),
                   services=service_states(module, runner, module.params['services']),
                   **summary)
+    if module.params['compute_apps']:
+        result['compute_apps'] = compute_apps(runner, smi)
+    if module.params['slurm_state']:
+        result['slurm_state'] = slurm_state(module, runner)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
     module.exit_json(**result)

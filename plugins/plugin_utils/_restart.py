@@ -4,8 +4,11 @@
 """Which trays restart after the daemon files were written: every tray of a changed domain."""
 from __future__ import annotations
 
+from ansible_collections.rackscale.imex.plugins.module_utils._activity import slurm_busy
 
-def restart_plan(domains, trays, nodes_results, config_results, tls_results):
+
+def restart_plan(domains, trays, nodes_results, config_results, tls_results, tray_infos=None, service=None,
+                 allow_busy=False):
     """Return {problems, restart} for the domains of one wave of the run.
 
     domains maps each domain name to its trays in node order. trays lists the trays in the run,
@@ -13,12 +16,18 @@ def restart_plan(domains, trays, nodes_results, config_results, tls_results):
     write, the config write and the TLS copy ({} where a step did not run). restart maps every
     tray to restart to the trays of its domain whose files changed, so the whole domain restarts
     together. problems names each domain that must not restart: its trays now hold different
-    node lists (the daemons would answer !M!), or it changed while the run leaves some of its
-    trays out (--limit, a sliced job), whose writes ran in check mode.
+    node lists (the daemons would answer !M!), it changed while the run leaves some of its
+    trays out (--limit, a sliced job), whose writes ran in check mode, or work runs on it.
+
+    tray_infos holds, in the same order, each tray's imex_tray_info read ({} when not read): a
+    domain whose daemon runs on a tray with GPU compute processes, a Slurm job, or processes that
+    could not be read is busy, and is not restarted unless allow_busy. A domain whose daemons
+    all are stopped is never busy: nothing can be using it.
     """
     written = {}
     for tray, nodes, config, tls in zip(trays, nodes_results, config_results, tls_results):
         written[tray] = {"node list": nodes or {}, "config": config or {}, "TLS material": tls or {}}
+    infos = dict(zip(trays, tray_infos or [{}] * len(trays)))
     problems, restart = [], {}
     for name, domain_trays in domains.items():
         in_play = [tray for tray in domain_trays if tray in written]
@@ -46,5 +55,42 @@ def restart_plan(domains, trays, nodes_results, config_results, tls_results):
                 "or do not slice the job)." % (tray, " and ".join(changes[tray]), ", ".join(left_out))
                 for tray in changed)
         elif changed:
-            restart.update((tray, changed) for tray in in_play)
+            busy = [] if allow_busy else busy_trays(in_play, [infos.get(tray) for tray in in_play], service)
+            if busy:
+                # The writes of a busy domain ran in check mode (see busy_trays): nothing changed.
+                problems.append(
+                    "domain %s is not restarted: work runs on it (%s). A restart makes every IMEX daemon of the "
+                    "domain a new instance and cuts the memory its jobs share. Its new %s (on %s) was not written. "
+                    "Drain the trays (for example scontrol update nodename=... state=drain, or kubectl cordon), "
+                    "wait for the work to end and run again, or set imex_allow_busy_restart=true."
+                    % (name, "; ".join(busy), " and ".join(sorted({what for tray in changed for what in changes[tray]})),
+                       ", ".join(changed)))
+            else:
+                restart.update((tray, changed) for tray in in_play)
     return {"problems": problems, "restart": restart}
+
+
+def busy_trays(trays, tray_infos, service):
+    """One phrase per tray of a domain with work on it, when the domain's daemon runs; [] otherwise.
+
+    tray_infos holds each tray's imex_tray_info read, in the order of trays. The imex role makes a
+    busy domain's writes predictions (check mode), as for a domain only partly in the run, so a
+    refused domain keeps its files and its daemons, and the next run still sees the difference.
+    """
+    infos = dict(zip(trays, [info or {} for info in tray_infos]))
+    if not any((infos[tray].get("services") or {}).get(service) == "active" for tray in trays):
+        return []
+    busy = []
+    for tray in trays:
+        info = infos[tray]
+        work = []
+        if "compute_apps" in info:
+            if info["compute_apps"] is None:
+                work.append("GPU processes could not be read")
+            else:
+                work.extend("pid %s %s" % (app.get("pid"), app.get("name")) for app in info["compute_apps"])
+        if slurm_busy(info.get("slurm_state")):
+            work.append("Slurm node state %s" % info["slurm_state"])
+        if work:
+            busy.append("%s: %s" % (tray, ", ".join(work)))
+    return busy

@@ -93,3 +93,17 @@ def test_list_gpus(tmp_path):
     lines = run_tool("smi", ["-L"], testbed=tmp_path).stdout.splitlines()
     assert len(lines) == 4
     assert re.fullmatch(r"GPU 0: NVIDIA GB200 \(UUID: GPU-[0-9a-f-]{36}\)", lines[0])
+
+
+def test_compute_apps_are_listed_from_the_knob_and_none_prints_nothing(tmp_path):
+    query = ["--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]
+    idle = run_tool("smi", query, testbed=tmp_path)
+    assert (idle.returncode, idle.stdout) == (0, "")
+    (tmp_path / "compute_apps.json").write_text(json.dumps(
+        {"apps": [{"pid": 4242, "process_name": "python3", "used_memory": "40960 MiB"}]}))
+    busy = run_tool("smi", query, testbed=tmp_path)
+    assert (busy.returncode, busy.stdout) == (0, "4242, python3, 40960 MiB\n")
+    header = run_tool("smi", ["--query-compute-apps=pid,name", "--format=csv,nounits"], testbed=tmp_path)
+    assert header.stdout == "pid, name\n4242, python3\n"
+    bad = run_tool("smi", ["--query-compute-apps=pid,colour", "--format=csv"], testbed=tmp_path)
+    assert bad.returncode == 2 and 'Field "colour" is not a valid field to query.' in bad.stderr

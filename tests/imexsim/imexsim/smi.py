@@ -49,7 +49,12 @@ FIELD_ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial",
 USAGE = """NVIDIA System Management Interface -- simulated by imexsim.
 
 Supported: nvidia-smi -q | -L | --query-gpu=<fields> --format=csv[,noheader][,nounits]
+           | --query-compute-apps=<fields> --format=csv[,noheader][,nounits]
 """
+# Fields of --query-compute-apps, from the knob compute_apps.json ({"apps": [{pid, process_name,
+# used_memory}]}). The real tool prints one line per process and nothing when none runs.
+APP_FIELDS = {"pid": "pid", "process_name": "process_name", "name": "process_name", "used_memory": "used_memory",
+              "used_gpu_memory": "used_memory"}
 
 
 class Gpu:
@@ -160,6 +165,32 @@ def render_csv(gpus: list[Gpu], fields: list[str], header: bool) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def query_apps(args: list[str]) -> int:
+    """`--query-compute-apps=FIELDS --format=csv[,noheader][,nounits]`: the processes of the knob."""
+    options = dict(arg.split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
+    if len(options) != len(args) or set(options) != {"--query-compute-apps", "--format"}:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    formats = options["--format"].split(",")
+    if "csv" not in formats or not set(formats) <= {"csv", "noheader", "nounits"}:
+        print(f'"{options["--format"]}" is not a valid format.', file=sys.stderr)
+        return 2
+    fields = [name.strip() for name in options["--query-compute-apps"].split(",") if name.strip()]
+    for name in fields:
+        if name not in APP_FIELDS:
+            print(f'Field "{name}" is not a valid field to query.', file=sys.stderr)
+            return 2
+    lines = [", ".join(fields)] if "noheader" not in formats else []
+    for app in testbed.read_json_knob("compute_apps.json").get("apps", []):
+        values = {"pid": str(app["pid"]), "process_name": app["process_name"],
+                  "used_memory": str(app.get("used_memory", "1024 MiB"))}
+        if "nounits" in formats:
+            values["used_memory"] = values["used_memory"].split()[0]
+        lines.append(", ".join(values[APP_FIELDS[name]] for name in fields))
+    print("".join(line + "\n" for line in lines), end="")
+    return 0
+
+
 def query_csv(gpus: list[Gpu], args: list[str]) -> int:
     """`--query-gpu=FIELDS --format=csv[,noheader][,nounits]`; nounits changes nothing here (no
     queried field carries a unit)."""
@@ -192,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args == ["-L"]:
         for gpu in gpus:
             print(f"GPU {gpu.index}: {PRODUCT_NAME} (UUID: {gpu.uuid})")
+    elif any(arg.startswith("--query-compute-apps=") for arg in args):
+        return query_apps(args)
     else:
         return query_csv(gpus, args)
     return 0

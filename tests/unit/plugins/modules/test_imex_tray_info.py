@@ -182,3 +182,34 @@ def test_service_state_is_unknown_without_systemctl(run):
     ok, result, calls = run({'services': ['nvidia-imex']}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
     assert ok and result['services'] == {'nvidia-imex': None}
     assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]
+
+
+def test_compute_apps_and_slurm_state_are_read_when_asked(run):
+    def answer(cmd):
+        if '--query-compute-apps=pid,process_name,used_memory' in cmd:
+            return 0, '4242, python3, 40960 MiB\n', ''
+        if 'scontrol' in cmd[4]:
+            return 0, 'NodeName=tray State=ALLOCATED Partition=gpu\n', ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, calls = run({'compute_apps': True, 'slurm_state': True}, answer,
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': '/usr/bin/scontrol'})
+    assert ok
+    assert result['compute_apps'] == [{'pid': 4242, 'name': 'python3', 'used_memory': '40960 MiB'}]
+    assert result['slurm_state'] == 'ALLOCATED'
+    assert [TIMEOUT, '-k', '5', '120', SMI, '--query-compute-apps=pid,process_name,used_memory',
+            '--format=csv,noheader'] in calls
+
+
+@pytest.mark.parametrize('apps_answer', [(124, '', ''), (6, '', 'NVML error'), (0, 'garbage\n', '')])
+def test_compute_apps_that_cannot_be_read_are_unknown_and_slurm_without_scontrol_too(run, apps_answer):
+    def answer(cmd):
+        if '--format=csv,noheader' in cmd:
+            return apps_answer
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, _calls = run({'compute_apps': True, 'slurm_state': True}, answer)
+    assert ok and result['compute_apps'] is None and result['slurm_state'] is None
+
+
+def test_activity_is_not_read_unless_asked(run):
+    ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and 'compute_apps' not in result and 'slurm_state' not in result and len(calls) == 1

@@ -2,7 +2,7 @@
 """Restart plan: every tray of a changed domain restarts together; differing node lists never do."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
 
 SAME = "9f2c" * 10
 
@@ -70,3 +70,56 @@ def test_a_domain_whose_writes_were_all_skipped_restarts_nothing():
     skipped = ({"changed": False, "skipped": True}, {"changed": False, "skipped": True}, {})
     plan = plan_of({"rack1": ["t1", "t2"]}, {"t1": skipped, "t2": skipped})
     assert plan == {"problems": [], "restart": {}}
+
+
+def read(active=True, apps=(), slurm=None):
+    """A tray's imex_tray_info read: the daemon's unit state, its GPU processes, its Slurm state."""
+    info = {"services": {"nvidia-imex": "active" if active else "inactive"},
+            "compute_apps": None if apps is None else [{"pid": pid, "name": name} for pid, name in apps]}
+    if slurm is not None:
+        info["slurm_state"] = slurm
+    return info
+
+
+def guarded(reads, allow_busy=False):
+    """A config change on t1 of a three-tray domain, with each tray's read."""
+    results = {"t1": tray(changed_config=True), "t2": tray(), "t3": tray()}
+    trays = list(results)
+    return restart_plan({"rack1": trays}, trays, *([result[column] for result in results.values()] for column in range(3)),
+                        tray_infos=[reads[name] for name in trays], service="nvidia-imex", allow_busy=allow_busy)
+
+
+def test_a_busy_domain_is_not_restarted_and_the_work_is_named():
+    plan = guarded({"t1": read(), "t2": read(apps=[(4242, "python3"), (4243, "nccl")]), "t3": read(slurm="MIXED")})
+    assert plan["restart"] == {}
+    assert plan["problems"] == [
+        "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3, pid 4243 nccl; t3: Slurm node state "
+        "MIXED). A restart makes every IMEX daemon of the domain a new instance and cuts the memory its jobs share. "
+        "Its new config (on t1) was not written. Drain the trays (for example scontrol update nodename=... "
+        "state=drain, or kubectl cordon), wait for the work to end and run again, or set "
+        "imex_allow_busy_restart=true."]
+
+
+def test_busy_trays_names_the_work_only_while_the_daemon_runs():
+    trays = ["t1", "t2"]
+    assert busy_trays(trays, [read(), read(apps=[(7, "a.out")])], "nvidia-imex") == ["t2: pid 7 a.out"]
+    assert busy_trays(trays, [read(active=False), read(active=False, apps=[(7, "a.out")])], "nvidia-imex") == []
+    assert busy_trays(trays, [{}, {"skipped": True}], "nvidia-imex") == []
+
+
+def test_processes_that_cannot_be_read_count_as_work():
+    plan = guarded({"t1": read(), "t2": read(apps=None), "t3": read()})
+    assert "work runs on it (t2: GPU processes could not be read)" in plan["problems"][0]
+
+
+def test_allow_busy_restarts_anyway_and_a_stopped_domain_is_never_busy():
+    reads = {"t1": read(), "t2": read(apps=[(4242, "python3")]), "t3": read(slurm="ALLOCATED")}
+    everyone = {"t1": ["t1"], "t2": ["t1"], "t3": ["t1"]}
+    assert guarded(reads, allow_busy=True) == {"problems": [], "restart": everyone}
+    stopped = {name: dict(info, services={"nvidia-imex": "inactive"}) for name, info in reads.items()}
+    assert guarded(stopped) == {"problems": [], "restart": everyone}
+
+
+def test_an_idle_domain_restarts():
+    plan = guarded({"t1": read(), "t2": read(slurm="IDLE"), "t3": read(slurm="DOWN+DRAIN")})
+    assert plan == {"problems": [], "restart": {"t1": ["t1"], "t2": ["t1"], "t3": ["t1"]}}

@@ -1,0 +1,62 @@
+"""A domain with work running on it is not restarted unless the operator says so (1 x 3 bed).
+
+A GPU compute process on one tray (simrack fault busy) makes a changed domain refuse its restart,
+in check mode and for real, naming the tray and the process; nothing is written and no daemon
+stops, so the next run still sees the change. imex_allow_busy_restart=true applies it.
+"""
+from __future__ import annotations
+
+from conftest import requires_rack, run_playbook
+
+pytestmark = requires_rack
+RACK_SHAPE = (1, 3)
+REFUSAL = "domain rack1 is not restarted: work runs on it (rack1-tray02: pid 4242 python3)"
+
+
+def site(rack, tmp_path, check=False, **extravars):
+    return run_playbook("site.yml", rack.inventory, check=check, diff=check,
+                        extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
+                                       **extravars))
+
+
+def stops(run):
+    return sorted(host for host, task in run.changed_tasks() if task == "Stop IMEX daemon")
+
+
+def daemon_pids(rack):
+    return [rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
+            for tray in rack.trays_of(1)]
+
+
+def config_line(rack):
+    return rack.ssh("rack1-tray01", "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip()
+
+
+def test_a_busy_domain_keeps_its_daemons_until_the_operator_allows_the_restart(simulated_rack, tmp_path):
+    rack = simulated_rack
+    first = site(rack, tmp_path)
+    assert first.rc == 0, first.stdout[-3000:]
+    before, level = daemon_pids(rack), config_line(rack)
+    rack.simrack("fault", "busy", "rack1-tray02", "4242", "python3")
+    try:
+        change = {"imex_settings": {"LOG_LEVEL": 3}}
+        predicted = site(rack, tmp_path, check=True, **change)
+        assert predicted.rc != 0 and any(REFUSAL in message for message in predicted.failure_messages()), \
+            predicted.stdout[-3000:]
+
+        refused = site(rack, tmp_path, **change)
+        assert refused.rc != 0
+        message = next(message for message in refused.failure_messages() if REFUSAL in message)
+        assert "Its new config (on rack1-tray01, rack1-tray02, rack1-tray03) was not written." in message
+        assert "imex_allow_busy_restart=true" in message
+        assert stops(refused) == [] and daemon_pids(rack) == before and config_line(rack) == level
+
+        allowed = site(rack, tmp_path, imex_allow_busy_restart=True, **change)
+        assert allowed.rc == 0, allowed.stdout[-3000:]
+        assert stops(allowed) == rack.trays_of(1)
+        assert config_line(rack) == "LOG_LEVEL=3" and daemon_pids(rack) != before
+    finally:
+        rack.simrack("fault", "heal", "busy", "rack1-tray02")
+    # Idle again: an unchanged domain is left alone.
+    again = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 3})
+    assert again.rc == 0 and stops(again) == []
