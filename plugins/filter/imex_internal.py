@@ -15,7 +15,7 @@ imex_internal_settings_problems(settings)
 imex_internal_option_problems(options, model)
     One sentence per option that contradicts another or could only fail on a tray.
 imex_internal_fabric_problems(model, fabric_by_tray)
-    One sentence per tray or domain whose NVLink fabric disagrees with the model.
+    One sentence per tray or domain whose NVLink fabric or versions disagree with the model.
 imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes)
     {nodes, config}: whether writing the node list / config would change the tray, from its read.
 imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results, tray_infos, service,
@@ -31,7 +31,7 @@ from __future__ import annotations
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import model_or_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
-from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
@@ -54,7 +54,8 @@ def imex_internal_option_problems(options, model):
 
 
 def imex_internal_fabric_problems(model, fabric_by_tray):
-    return fabric_problems(model, dict(fabric_by_tray))
+    found = dict(fabric_by_tray)
+    return fabric_problems(model, found) + version_problems(model, found)
 
 
 def imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes):

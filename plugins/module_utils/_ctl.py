@@ -345,3 +345,12 @@ def _first_lines(text, limit=3, width=200):
     if len(lines) > limit:
         shown += ' | ...'
     return shown[:width]
+
+
+_IMEX_VERSION = re.compile(r'IMEX version is:\s*(\S+)')
+
+
+def parse_imex_version(stdout):
+    """The release ``nvidia-imex --version`` prints (``IMEX version is: 570.148.08``), or None."""
+    match = _IMEX_VERSION.search(stdout or '')
+    return match.group(1) if match else None

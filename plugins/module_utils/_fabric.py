@@ -84,6 +84,15 @@ def parse_smi_query(stdout):
     return gpus
 
 
+_DRIVER_VERSION = re.compile(r'^Driver Version\s*:\s*(\S+)\s*$', re.M)
+
+
+def parse_driver_version(stdout):
+    """The ``Driver Version`` line of ``nvidia-smi -q`` (top level), or None when it is absent."""
+    match = _DRIVER_VERSION.search(stdout or '')
+    return match.group(1) if match else None
+
+
 def _key(name):
     return re.sub(r'[\s_]+', '', name).lower()
 

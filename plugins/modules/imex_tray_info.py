@@ -53,6 +53,12 @@ options:
         so that a caller can tell whether a restart of the IMEX daemon would cut running work.
     type: bool
     default: false
+  imex_version:
+    description:
+      - Also report the release of the installed C(nvidia-imex) (C(nvidia-imex --version)) in
+        RV(imex_version), to compare with RV(driver_version).
+    type: bool
+    default: false
   slurm_state:
     description:
       - Also report this node's Slurm state (C(scontrol show node <short host name>)) in RV(slurm_state)
@@ -100,6 +106,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+driver_version:
+  description: The driver release C(nvidia-smi -q) reports; V(null) when it prints none.
+  returned: success
+  type: str
+  sample: 580.95.09
+imex_version:
+  description: The release of the installed C(nvidia-imex), with O(imex_version); V(null) when it cannot be read.
+  returned: when O(imex_version) is true
+  type: str
+  sample: 580.95.09
 compute_apps:
   description:
     - The GPU compute processes of the tray, with O(compute_apps); an empty list when none runs.
@@ -228,7 +244,7 @@ raw:
 from ansible.module_utils.basic import AnsibleModule
 import socket
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _fabric
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 
@@ -262,6 +278,15 @@ def compute_apps(runner, smi):
         return None
 
 
+def imex_version(module, runner):
+    """The release of the installed nvidia-imex, or None when it cannot be read."""
+    imex = module.get_bin_path('nvidia-imex', opt_dirs=['/usr/bin', '/usr/sbin'])
+    if not imex:
+        return None
+    rc, out, _err, hung = runner.run([imex, '--version'], _SYSTEMCTL_TIMEOUT_SECONDS)
+    return None if hung or rc != 0 else _ctl.parse_imex_version(out)
+
+
 def slurm_state(module, runner):
     """This node's Slurm state, or None without scontrol or an answer."""
     scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
@@ -281,6 +306,7 @@ def main():
             services=dict(type='list', elements='str', default=[]),
             compute_apps=dict(type='bool', default=False),
             slurm_state=dict(type='bool', default=False),
+            imex_version=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -308,7 +334,10 @@ def main():
     result = dict(changed=False,
                   files=dict((path, describe_file(path)) for path in module.params['files']),
                   services=service_states(module, runner, module.params['services']),
+                  driver_version=_fabric.parse_driver_version(out),
                   **summary)
+    if module.params['imex_version']:
+        result['imex_version'] = imex_version(module, runner)
     if module.params['compute_apps']:
         result['compute_apps'] = compute_apps(runner, smi)
     if module.params['slurm_state']:

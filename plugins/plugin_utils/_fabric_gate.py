@@ -9,6 +9,13 @@ never share one partition (two IMEX ensembles on one clique break cuMemSetAccess
 """
 from __future__ import annotations
 
+from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
+    HOSTNAME_MIN_DRIVER,
+    HOSTNAME_MIN_DRIVER_TEXT,
+    parse_driver_version,
+)
+
 
 def fabric_problems(model, fabric_by_host):
     """Return one sentence per problem; an empty list means the grouping matches the fabric.
@@ -54,3 +61,46 @@ def fabric_problems(model, fabric_by_host):
 def _describe(identity):
     cluster_uuid, clique_id = identity
     return "cluster %s clique %s" % (cluster_uuid, clique_id)
+
+
+def version_problems(model, info_by_host):
+    """One sentence per tray whose nvidia-imex is not its driver's release, per domain whose trays
+    run different releases (the daemons would answer !V!), and per domain that uses host names on
+    a driver older than HOSTNAME_MIN_DRIVER.
+
+    info_by_host: host -> the tray's imex_tray_info result (driver_version, imex_version). A version
+    that could not be read is not compared: whether the daemon's own check would pass is unknown,
+    and the proof after the restart still names a mismatch.
+    """
+    problems = []
+    for name in sorted(model["domains"]):
+        domain = model["domains"][name]
+        by_driver = {}
+        for node in domain["nodes"]:
+            info = info_by_host.get(node["host"]) or {}
+            driver, imex = info.get("driver_version"), info.get("imex_version")
+            if driver and imex and driver != imex:
+                problems.append("tray %s (domain %s): nvidia-imex %s does not match the driver %s; install the "
+                                "nvidia-imex package of the driver's release (the daemon refuses to start otherwise)"
+                                % (node["host"], name, imex, driver))
+            if driver:
+                by_driver.setdefault(driver, []).append(node["host"])
+        if len(by_driver) > 1:
+            problems.append("domain %s runs different driver releases: %s; the daemons would answer !V! "
+                            "(version mismatch); run one release on every tray of a domain"
+                            % (name, "; ".join("%s on %s" % (release, ", ".join(hosts))
+                                               for release, hosts in sorted(by_driver.items()))))
+        named = [node["host"] for node in domain["nodes"] if classify(node["address"])[0] == FAMILY_HOSTNAME]
+        old = sorted(release for release in by_driver if _older(release, HOSTNAME_MIN_DRIVER))
+        if named and old:
+            problems.append("domain %s uses host names in its node list (%s), which need driver %s or newer; "
+                            "its trays run %s; use IP addresses or upgrade the driver"
+                            % (name, ", ".join(named), HOSTNAME_MIN_DRIVER_TEXT, ", ".join(old)))
+    return problems
+
+
+def _older(release, floor):
+    try:
+        return parse_driver_version(release) < floor
+    except ValueError:
+        return False  # an unreadable release is not judged (see version_problems)

@@ -189,3 +189,14 @@ def test_ctl_hang_knob(make_cluster):
     cluster.configure(0, faults={"ctl_hang": True})
     with pytest.raises(subprocess.TimeoutExpired):
         cluster.ctl(0, "-q", timeout=1)  # subprocess.run kills the child on timeout
+
+
+def test_a_driver_of_another_release_stops_the_start(make_cluster):
+    cluster = make_cluster(1)
+    cluster.configure(0, entries=[cluster.addresses[0]], settings={"BIND_INTERFACE_IP": ""})
+    (cluster.testbed(0) / "driver_version").write_text("580.105.08\n")
+    result = run_daemon(cluster, 0)
+    assert result.returncode == 1
+    assert "NvGpu Library version does not match GPU Driver version" in cluster.log_path(0).read_text()
+    smi = run_tool("smi", ["--query-gpu=driver_version", "--format=csv,noheader"], testbed=cluster.testbed(0))
+    assert smi.stdout.splitlines()[0] == "580.105.08"

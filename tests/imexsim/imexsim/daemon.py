@@ -200,6 +200,9 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         self.log.info("nvidia-imex persistence file /var/run/nvidia-imex/persist.dat does not exist.  Assuming no previous importers.")
         if faults.get("fail_start"):
             raise StartupError("NvGpu Library version does not match GPU Driver version (simulated by faults.json fail_start)")
+        if testbed.driver_version() != self.version:
+            # The real daemon checks the loaded driver stack at start and aborts when it does not match.
+            raise StartupError("NvGpu Library version does not match GPU Driver version")
         self.log.info("NvGpu Library version matched with GPU Driver version")
         try:
             self.server_tls, self.client_tls = build_contexts(self.config)

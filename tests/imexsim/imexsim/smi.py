@@ -81,7 +81,7 @@ def load_gpus() -> list[Gpu]:
     knob = testbed.read_json_knob("fabric.json")
     base = {**DEFAULT_FABRIC, **{key: value for key, value in knob.items() if key in DEFAULT_FABRIC}}
     overrides = knob.get("per_gpu") or {}
-    version = testbed.imex_version()
+    version = testbed.driver_version()
     hostname = socket.gethostname()
     return [
         Gpu(index, {**base, **overrides.get(str(index), {})}, version, hostname)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"imexsim: unusable fabric.json: {exc}", file=sys.stderr)
         return 1
     if args == ["-q"]:
-        print(render_query(gpus, testbed.imex_version()), end="")
+        print(render_query(gpus, testbed.driver_version()), end="")
     elif args == ["-L"]:
         for gpu in gpus:
             print(f"GPU {gpu.index}: {PRODUCT_NAME} (UUID: {gpu.uuid})")

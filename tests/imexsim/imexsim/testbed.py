@@ -36,6 +36,17 @@ def imex_version() -> str:
     return version or DEFAULT_VERSION
 
 
+def driver_version() -> str:
+    """The loaded driver's release: the driver_version knob, else the installed IMEX release (a
+    tray normally runs the nvidia-imex package of its driver's release)."""
+    try:
+        with open(_path("driver_version"), encoding="utf-8") as handle:
+            version = handle.read().strip()
+    except FileNotFoundError:
+        return imex_version()
+    return version or imex_version()
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """Numeric components of a version string; non-numeric parts stop the parse."""
     parts = []

@@ -493,3 +493,8 @@ def test_unhealthy_message_lists_every_problem():
 ])
 def test_format_index_ranges(indices, text):
     assert _text.format_index_ranges(indices) == text
+
+
+def test_imex_version_as_nvidia_imex_prints_it():
+    assert _ctl.parse_imex_version('IMEX version is: 570.148.08\n') == '570.148.08'
+    assert _ctl.parse_imex_version('Usage: nvidia-imex [-c <config file path>]\n') is None

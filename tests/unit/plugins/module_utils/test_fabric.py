@@ -173,3 +173,9 @@ def test_non_numeric_clique_is_kept_verbatim():
     result = _fabric.summarise_tray(_fabric.parse_smi_query(text))
     assert result['clique_id'] == '0x7ffe'
     assert result['fabric_ok'] is True
+
+
+def test_driver_version_is_read_from_the_query():
+    assert _fabric.parse_driver_version(sample('smi_q_580.173.02_gb200_completed.txt')) == '580.173.02'
+    assert _fabric.parse_driver_version(sample('smi_q_580.159.04_in_progress.txt')) == '580.159.04'
+    assert _fabric.parse_driver_version('GPU 00000000:01:00.0\n') is None

@@ -213,3 +213,16 @@ def test_compute_apps_that_cannot_be_read_are_unknown_and_slurm_without_scontrol
 def test_activity_is_not_read_unless_asked(run):
     ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
     assert ok and 'compute_apps' not in result and 'slurm_state' not in result and len(calls) == 1
+
+
+def test_driver_version_always_and_the_imex_release_when_asked(run):
+    def answer(cmd):
+        if cmd[-1] == '--version':
+            return 0, 'IMEX version is: 580.173.02\n', ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT, 'nvidia-imex': '/usr/bin/nvidia-imex'}
+    ok, result, calls = run({'imex_version': True}, answer, bins=bins)
+    assert ok and (result['driver_version'], result['imex_version']) == ('580.173.02', '580.173.02')
+    assert [TIMEOUT, '-k', '5', '30', '/usr/bin/nvidia-imex', '--version'] in calls
+    ok, result, _calls = run({'imex_version': True}, answer)   # no nvidia-imex installed
+    assert ok and result['imex_version'] is None

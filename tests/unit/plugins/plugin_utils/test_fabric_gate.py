@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 
 RACK_A = "dc6e40c4-d722-4357-9ba6-5291dd461278"
 RACK_B = "0b5b2b7e-2f3c-4c55-9a51-6f0d9a1d0c11"
@@ -53,3 +53,37 @@ def test_unfinished_fabric_and_unknown_tray_are_reported():
 def test_trays_outside_the_play_are_not_judged():
     model = _model(rack1=["t1", "t2"])
     assert fabric_problems(model, {"t1": _ok(RACK_A, 1)}) == []
+
+
+def _domain(*addresses):
+    return {"domains": {"rack1": {"nodes": [{"host": "t%d" % (position + 1), "address": address}
+                                            for position, address in enumerate(addresses)]}}}
+
+
+def _versions(driver, imex="same"):
+    return {"driver_version": driver, "imex_version": driver if imex == "same" else imex}
+
+
+def test_one_release_everywhere_passes_and_unknown_versions_are_not_judged():
+    model = _domain("198.18.1.11", "198.18.1.12", "198.18.1.13")
+    assert version_problems(model, {"t1": _versions("580.95.09"), "t2": _versions("580.95.09"),
+                                    "t3": _versions(None, None)}) == []
+
+
+def test_a_package_of_another_release_and_a_domain_with_two_releases_are_named():
+    model = _domain("198.18.1.11", "198.18.1.12", "198.18.1.13")
+    problems = version_problems(model, {"t1": _versions("580.95.09"), "t2": _versions("580.95.09"),
+                                        "t3": _versions("580.105.08", "580.95.09")})
+    assert problems == [
+        "tray t3 (domain rack1): nvidia-imex 580.95.09 does not match the driver 580.105.08; install the nvidia-imex "
+        "package of the driver's release (the daemon refuses to start otherwise)",
+        "domain rack1 runs different driver releases: 580.105.08 on t3; 580.95.09 on t1, t2; the daemons would "
+        "answer !V! (version mismatch); run one release on every tray of a domain"]
+
+
+def test_host_names_are_gated_on_the_driver_actually_read():
+    named = _domain("tray1.example", "tray2.example")
+    assert version_problems(named, {"t1": _versions("570.148.08"), "t2": _versions("570.148.08")}) == [
+        "domain rack1 uses host names in its node list (t1, t2), which need driver 570.158.01 or newer; its trays "
+        "run 570.148.08; use IP addresses or upgrade the driver"]
+    assert version_problems(named, {"t1": _versions("580.95.09"), "t2": _versions("580.95.09")}) == []
