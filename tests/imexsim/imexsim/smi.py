@@ -165,21 +165,28 @@ def render_csv(gpus: list[Gpu], fields: list[str], header: bool) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def query_apps(args: list[str]) -> int:
-    """`--query-compute-apps=FIELDS --format=csv[,noheader][,nounits]`: the processes of the knob."""
+class QueryError(Exception):
+    """A query nvidia-smi refuses; the message is what it prints on stderr (exit code 2)."""
+
+
+def _csv_query(args: list[str], query: str, known) -> tuple[list[str], list[str]]:
+    """(fields, formats) of `--<query>=FIELDS --format=csv[,noheader][,nounits]`, as nvidia-smi checks them."""
     options = dict(arg.split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
-    if len(options) != len(args) or set(options) != {"--query-compute-apps", "--format"}:
-        print(USAGE, end="", file=sys.stderr)
-        return 2
+    if len(options) != len(args) or set(options) != {query, "--format"}:
+        raise QueryError(USAGE)
     formats = options["--format"].split(",")
     if "csv" not in formats or not set(formats) <= {"csv", "noheader", "nounits"}:
-        print(f'"{options["--format"]}" is not a valid format.', file=sys.stderr)
-        return 2
-    fields = [name.strip() for name in options["--query-compute-apps"].split(",") if name.strip()]
+        raise QueryError(f'"{options["--format"]}" is not a valid format.\n')
+    fields = [name.strip() for name in options[query].split(",") if name.strip()]
     for name in fields:
-        if name not in APP_FIELDS:
-            print(f'Field "{name}" is not a valid field to query.', file=sys.stderr)
-            return 2
+        if not known(name):
+            raise QueryError(f'Field "{name}" is not a valid field to query.\n')
+    return fields, formats
+
+
+def query_apps(args: list[str]) -> int:
+    """`--query-compute-apps=FIELDS --format=csv[,noheader][,nounits]`: the processes of the knob."""
+    fields, formats = _csv_query(args, "--query-compute-apps", lambda name: name in APP_FIELDS)
     lines = [", ".join(fields)] if "noheader" not in formats else []
     for app in testbed.read_json_knob("compute_apps.json").get("apps", []):
         values = {"pid": str(app["pid"]), "process_name": app["process_name"],
@@ -194,19 +201,7 @@ def query_apps(args: list[str]) -> int:
 def query_csv(gpus: list[Gpu], args: list[str]) -> int:
     """`--query-gpu=FIELDS --format=csv[,noheader][,nounits]`; nounits changes nothing here (no
     queried field carries a unit)."""
-    options = dict(arg.split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
-    if len(options) != len(args) or set(options) != {"--query-gpu", "--format"}:
-        print(USAGE, end="", file=sys.stderr)
-        return 2
-    formats = options["--format"].split(",")
-    if "csv" not in formats or not set(formats) <= {"csv", "noheader", "nounits"}:
-        print(f'"{options["--format"]}" is not a valid format.', file=sys.stderr)
-        return 2
-    fields = [name.strip() for name in options["--query-gpu"].split(",") if name.strip()]
-    for name in fields:
-        if FIELD_ALIASES.get(name, name) not in QUERY_FIELDS:
-            print(f'Field "{name}" is not a valid field to query.', file=sys.stderr)
-            return 2
+    fields, formats = _csv_query(args, "--query-gpu", lambda name: FIELD_ALIASES.get(name, name) in QUERY_FIELDS)
     print(render_csv(gpus, fields, header="noheader" not in formats), end="")
     return 0
 
@@ -223,10 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args == ["-L"]:
         for gpu in gpus:
             print(f"GPU {gpu.index}: {PRODUCT_NAME} (UUID: {gpu.uuid})")
-    elif any(arg.startswith("--query-compute-apps=") for arg in args):
-        return query_apps(args)
     else:
-        return query_csv(gpus, args)
+        try:
+            if any(arg.startswith("--query-compute-apps=") for arg in args):
+                return query_apps(args)
+            return query_csv(gpus, args)
+        except QueryError as error:
+            print(error, end="", file=sys.stderr)
+            return 2
     return 0
 
 
