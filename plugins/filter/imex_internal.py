@@ -14,8 +14,9 @@ imex_internal_settings_problems(settings)
     One sentence per config.cfg setting imex_config would refuse on a tray.
 imex_internal_option_problems(options, model)
     One sentence per option that contradicts another or could only fail on a tray.
-imex_internal_fabric_problems(model, fabric_by_tray)
-    One sentence per tray or domain whose NVLink fabric or versions disagree with the model.
+imex_internal_tray_gate(model, fabric_by_tray, shared_partition)
+    {problems, notes}: one sentence per tray or domain whose NVLink fabric or versions disagree
+    with the model; notes for domains sharing a partition when shared_partition allows it.
 imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes)
     {nodes, config}: whether writing the node list / config would change the tray, from its read.
 imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_results, tray_infos, service,
@@ -53,9 +54,11 @@ def imex_internal_option_problems(options, model):
     return option_problems(dict(options), model)
 
 
-def imex_internal_fabric_problems(model, fabric_by_tray):
+def imex_internal_tray_gate(model, fabric_by_tray, shared_partition):
     found = dict(fabric_by_tray)
-    return fabric_problems(model, found) + version_problems(model, found)
+    notes = [] if shared_partition else None
+    problems = fabric_problems(model, found, notes=notes) + version_problems(model, found)
+    return {"problems": problems, "notes": notes or []}
 
 
 def imex_internal_daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes):
@@ -84,7 +87,7 @@ class FilterModule:
             "imex_internal_domain_model": imex_internal_domain_model,
             "imex_internal_settings_problems": imex_internal_settings_problems,
             "imex_internal_option_problems": imex_internal_option_problems,
-            "imex_internal_fabric_problems": imex_internal_fabric_problems,
+            "imex_internal_tray_gate": imex_internal_tray_gate,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,
             "imex_internal_restart_plan": imex_internal_restart_plan,
             "imex_internal_busy_trays": imex_internal_busy_trays,

@@ -17,8 +17,11 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
 )
 
 
-def fabric_problems(model, fabric_by_host):
+def fabric_problems(model, fabric_by_host, notes=None):
     """Return one sentence per problem; an empty list means the grouping matches the fabric.
+
+    Two domains on one NVLink partition are a problem, unless ``notes`` is a list (the operator
+    opted in to per-job domains inside a partition): then they are said there instead.
 
     model: the domain model (see _domain.build_model); fabric_by_host: host -> the result of
     rackscale.imex.imex_tray_info on that tray (keys cluster_uuid, clique_id, fabric_ok,
@@ -52,9 +55,15 @@ def fabric_problems(model, fabric_by_host):
         for identity, hosts in identities.items():
             other = owner_of_partition.setdefault(identity, name)
             if other != name:
-                problems.append("domains %s and %s share the NVLink partition %s (trays %s): "
-                                "two IMEX domains on one partition break memory sharing"
-                                % (other, name, _describe(identity), ", ".join(hosts)))
+                sentence = ("domains %s and %s share the NVLink partition %s (trays %s)"
+                            % (other, name, _describe(identity), ", ".join(hosts)))
+                if notes is None:
+                    problems.append(sentence + ": two IMEX domains on one partition break memory sharing "
+                                    "unless each job stays inside one domain (imex_shared_partition: true "
+                                    "allows it)")
+                else:
+                    notes.append(sentence + ", as imex_shared_partition allows: a job must stay inside "
+                                 "one IMEX domain")
     return problems
 
 

@@ -33,7 +33,15 @@ def test_two_domains_on_one_partition_are_refused():
     fabric = {"t1": _ok(RACK_A, 7), "t2": _ok(RACK_A, 7)}
     (problem,) = fabric_problems(model, fabric)
     assert "domains part_a and part_b share the NVLink partition" in problem
-    assert "t2" in problem
+    assert "t2" in problem and problem.endswith("(imex_shared_partition: true allows it)")
+
+
+def test_two_domains_on_one_partition_are_said_when_the_operator_allows_it():
+    model = _model(part_a=["t1"], part_b=["t2"])
+    notes = []
+    assert fabric_problems(model, {"t1": _ok(RACK_A, 7), "t2": _ok(RACK_A, 7)}, notes=notes) == []
+    assert notes == ["domains part_a and part_b share the NVLink partition cluster %s clique 7 (trays t2), as "
+                     "imex_shared_partition allows: a job must stay inside one IMEX domain" % RACK_A]
 
 
 def test_unfinished_fabric_and_unknown_tray_are_reported():
