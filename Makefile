@@ -1,5 +1,5 @@
 # The two commands of the README. Both set up a fresh machine themselves (tools/bootstrap).
-.PHONY: site test bench bench-tuning down venv
+.PHONY: site test bench bench-tuning down venv ee
 
 site:        ## bring up the simulated 18-tray rack and run playbooks/site.yml against it
 	tools/site-demo
@@ -15,6 +15,9 @@ bench-tuning: ## the operator settings (forks, pipelining, SSH multiplexing, fac
 
 down:        ## tear down the simulated rack left by `make site KEEP_RACK=1`
 	tests/rack/simrack down
+
+ee:          ## render the execution environment's build context in .build/ee-context
+	tools/bootstrap && PATH=$(CURDIR)/.venv/bin:$$PATH tools/ee-context
 
 venv:
 	tools/bootstrap

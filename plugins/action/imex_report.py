@@ -9,6 +9,7 @@ output, so writing them needs neither a connection nor a (local) module run.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import types
@@ -17,11 +18,24 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, ensure_directory
 from ansible_collections.rackscale.imex.plugins.plugin_utils._local_files import replace_local
+from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import (
+    SUMMARY_NAME,
+    TEXTFILE_PREFIX,
+    collection_version,
+    render_summary,
+    render_textfile,
+    stamped,
+)
 
 ARGUMENT_SPEC = {
     "dir": {"type": "path", "required": True},
     "reports": {"type": "list", "elements": "dict", "required": True},
+    "run_id": {"type": "str", "default": ""},
+    "summary": {"type": "list", "elements": "dict"},
+    "textfile_dir": {"type": "path"},
 }
+# The collection's root: plugins/action/ is two levels below it.
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIR_MODE = 0o755
 FILE_MODE = 0o644
 # ensure_directory asks its caller whether to only predict. Reports are output, not a change to
@@ -34,27 +48,27 @@ def render(report):
     return json.dumps(report, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
-def domain_problem(index, report):
+def domain_problem(index, report, option="reports"):
     """Why report number ``index`` cannot name a file ``<domain>.json``, or None."""
     if "domain" not in report:
-        return "reports[%d] has no domain key" % index
+        return "%s[%d] has no domain key" % (option, index)
     domain = report["domain"]
     if not isinstance(domain, str) or domain in ("", ".", "..") or "/" in domain or "\0" in domain:
-        return ("reports[%d]: domain %r cannot name a report file (it must be a non-empty string"
-                " without '/', and not '.' or '..')" % (index, domain))
+        return ("%s[%d]: domain %r cannot name a report file (it must be a non-empty string"
+                " without '/', and not '.' or '..')" % (option, index, domain))
     return None
 
 
-def reports_problems(reports):
+def reports_problems(reports, option="reports"):
     """Every reason the reports cannot be written as one file each, checked before any write."""
     problems = []
     seen = set()
     for index, report in enumerate(reports):
-        problem = domain_problem(index, report)
+        problem = domain_problem(index, report, option)
         if problem:
             problems.append(problem)
         elif report["domain"] in seen:
-            problems.append("reports[%d]: domain %r has more than one report" % (index, report["domain"]))
+            problems.append("%s[%d]: domain %r has more than one report" % (option, index, report["domain"]))
         else:
             seen.add(report["domain"])
     return problems
@@ -77,6 +91,24 @@ def write_reports(directory, reports, paths):
         paths.append(path)
 
 
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def write_textfiles(directory, reports, now_epoch, paths):
+    """One node_exporter textfile per domain (``rackscale_imex_<domain>.prom``), so a run over some
+    domains leaves the others' gauges as they were; each carries its domain's last success on."""
+    ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None)
+    for report in reports:
+        path = os.path.join(directory, TEXTFILE_PREFIX + report["domain"] + ".prom")
+        replace_local(path, render_textfile(report, now_epoch, _read_text(path)), FILE_MODE)
+        paths.append(path)
+
+
 class ActionModule(ActionBase):
     """Write the JSON reports of IMEX domains on the controller."""
 
@@ -89,14 +121,27 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        # Reports are controller output, never a change to the rack.
-        result.update(changed=False, paths=[])
-        problems = reports_problems(args["reports"])
+        # Reports are controller output, never a change to the rack. A relative directory is the
+        # controller's working directory's (where ansible-playbook or the AWX job runs).
+        directory = os.path.abspath(args["dir"])
+        result.update(changed=False, dir=directory, paths=[], summary=None, textfiles=[])
+        problems = reports_problems(args["reports"]) + reports_problems(args["summary"] or [], "summary")
         if problems:
             result.update(failed=True, msg="; ".join(problems))
             return result
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+        generated_at = now.isoformat().replace("+00:00", "Z")
+        version = collection_version(COLLECTION_ROOT)
+        reports = [stamped(report, args["run_id"], generated_at, version) for report in args["reports"]]
         try:
-            write_reports(args["dir"], args["reports"], result["paths"])
+            write_reports(directory, reports, result["paths"])
+            if args["summary"] is not None:
+                result["summary"] = os.path.join(directory, SUMMARY_NAME)
+                replace_local(result["summary"], render_summary(args["summary"], args["run_id"], generated_at, version),
+                              FILE_MODE)
+            if args["textfile_dir"]:
+                write_textfiles(os.path.abspath(args["textfile_dir"]), args["reports"], now.timestamp(),
+                                result["textfiles"])
         except FileOpError as exc:
             result.update(failed=True, msg=str(exc))
         return result

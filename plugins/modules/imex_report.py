@@ -8,13 +8,18 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: imex_report
-short_description: Write the JSON report of each IMEX domain on the controller
+short_description: Write the reports of IMEX domains on the controller (JSON, Markdown, node_exporter)
 version_added: 0.2.0
 author: rackscale.imex maintainers (!UNKNOWN)
 description:
   - Writes each report of O(reports) as C(<dir>/<domain>.json) on the controller, formatted as the
     P(ansible.builtin.to_nice_json#filter) filter prints it (indent 4, sorted keys) plus a final
-    newline.
+    newline. Each report is stamped with C(run_id), C(generated_at) (UTC) and
+    C(collection_version).
+  - With O(summary), also writes C(<dir>/summary.md), a Markdown table of those domains and the
+    problems of each one not healthy.
+  - With O(textfile_dir), also writes C(<textfile_dir>/rackscale_imex_<domain>.prom) per report,
+    gauges for the node_exporter textfile collector; see O(textfile_dir).
   - Runs entirely in the controller process as an action plugin; no module is executed, locally or
     on a tray, and the target host is never contacted.
   - Each file is replaced atomically (a temporary file in O(dir), flushed to disk, given mode
@@ -24,11 +29,12 @@ description:
     O(dir) fails the task naming it, and nothing is written.
   - Reports are output of the run, not a change to the rack, so the task always returns
     C(changed=false).
-  - Used by the rackscale.imex.imex_validate role.
+  - Used by the rackscale.imex.imex role (its validate step).
 options:
   dir:
     description:
-      - Controller directory of the reports.
+      - Controller directory of the reports. A relative path is relative to the controller's
+        working directory (where C(ansible-playbook) or the AWX job runs).
       - Created with mode C(0755), parents included, when missing; an existing directory is left as
         it is.
     type: path
@@ -42,6 +48,30 @@ options:
     type: list
     elements: dict
     required: true
+  run_id:
+    description: Identifier of the run, written into each report and the summary.
+    type: str
+    default: ""
+  summary:
+    description:
+      - Every report of the run so far (for example the domains of earlier waves and of this one),
+        summarised in C(<dir>/summary.md). Not stamped again and not written as JSON here.
+      - Omitted, no summary is written.
+    type: list
+    elements: dict
+  textfile_dir:
+    description:
+      - Directory read by the node_exporter textfile collector (C(--collector.textfile.directory)).
+      - One file per domain of O(reports), replaced atomically, so a run over some domains leaves
+        the others' files as they are. Gauges, each labelled C(domain) -
+        C(rackscale_imex_domain_ok), C(rackscale_imex_domain_up), C(rackscale_imex_domain_nodes),
+        C(rackscale_imex_domain_nodes_ready), C(rackscale_imex_domain_broken_pairs),
+        C(rackscale_imex_domain_version_skew), C(rackscale_imex_domain_last_run_timestamp_seconds),
+        C(rackscale_imex_domain_last_success_timestamp_seconds) (carried over from the previous file
+        while the domain is not healthy), and C(rackscale_imex_node_ready) per node (labels C(node),
+        C(address)).
+      - Omitted or empty, no textfile is written.
+    type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
@@ -71,7 +101,7 @@ attributes:
   idempotent:
     description: Running the action again with the same options changes nothing.
     support: full
-    details: Writing the same reports again gives the same files; the task never reports a change.
+    details: Writing the same reports again gives the same files but for their stamp; the task never reports a change.
   platform:
     support: full
     platforms: all
@@ -83,8 +113,11 @@ seealso:
 EXAMPLES = r"""
 - name: Write the report of every domain, once per run
   rackscale.imex.imex_report:
-    dir: "{{ playbook_dir }}/../reports"
+    dir: imex-reports
     reports: "{{ my_domain_reports }}"
+    summary: "{{ my_domain_reports }}"
+    run_id: "{{ my_run_id }}"
+    textfile_dir: /var/lib/node_exporter/textfile_collector
   run_once: true
 
 - name: Write a report built by hand
@@ -105,6 +138,23 @@ paths:
   type: list
   elements: str
   sample:
-    - /srv/ansible/reports/rack1.json
-    - /srv/ansible/reports/rack2.json
+    - /srv/ansible/imex-reports/rack1.json
+    - /srv/ansible/imex-reports/rack2.json
+dir:
+  description: O(dir) as an absolute path.
+  returned: always
+  type: str
+  sample: /srv/ansible/imex-reports
+summary:
+  description: The summary written, or V(null) without O(summary) (or when a write before it failed).
+  returned: always
+  type: str
+  sample: /srv/ansible/imex-reports/summary.md
+textfiles:
+  description: The node_exporter textfiles written, in the order of O(reports).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - /var/lib/node_exporter/textfile_collector/rackscale_imex_rack1.prom
 """

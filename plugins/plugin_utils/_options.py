@@ -8,6 +8,7 @@ problem is one sentence naming the option (and the tray, group or entry) and the
 """
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
@@ -26,6 +27,8 @@ OWN_CHANNEL_MODES = ("static", "dra_host_managed")
 _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
                    "IMEX_CLIENT_KEY", "IMEX_CLIENT_CERT", "IMEX_CLIENT_CERT_AUTH")
 _AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
+# Task files of the operator's, run on the trays of a domain before and after its restart.
+HOOK_OPTIONS = ("imex_pre_restart_tasks", "imex_post_restart_tasks")
 # Whole-number options and the range each must fall in (seconds unless said).
 BOUNDS = {
     "imex_max_nodes": (1, 1024),            # trays per domain
@@ -139,7 +142,22 @@ def model_problems(model, cmd_bind_own_address):
     return problems
 
 
-def option_problems(options, model):
+def hook_problems(options, is_file):
+    """Operator task files run around a domain restart: absolute paths of files on the controller."""
+    problems = []
+    for option in HOOK_OPTIONS:
+        path = options.get(option) or ""
+        if not path:
+            continue
+        if not path.startswith("/"):
+            problems.append("%s = %s is not an absolute path on the controller (for example "
+                            "\"{{ inventory_dir }}/hooks/drain.yml\")" % (option, _shown(path)))
+        elif not is_file(path):
+            problems.append("%s = %s is not a file on the controller" % (option, _shown(path)))
+    return problems
+
+
+def option_problems(options, model, is_file=os.path.isfile):
     """Every problem of the role's options (already type-checked by the argument spec)."""
     problems = []
     for option, (low, high) in BOUNDS.items():
@@ -152,4 +170,5 @@ def option_problems(options, model):
     problems.extend(settings_problems(dict(options.get("imex_settings") or {}), bool(options.get("imex_tls"))))
     problems.extend(channel_problems(list(options.get("imex_channels") or []), options.get("imex_mode", "static")))
     problems.extend(model_problems(model, bool(options.get("imex_cmd_bind_own_address"))))
+    problems.extend(hook_problems(options, is_file))
     return problems

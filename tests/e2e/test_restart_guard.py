@@ -60,3 +60,57 @@ def test_a_busy_domain_keeps_its_daemons_until_the_operator_allows_the_restart(s
     # Idle again: an unchanged domain is left alone.
     again = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 3})
     assert again.rc == 0 and stops(again) == []
+
+
+HOOK = """---
+- name: Record what the hook saw
+  ansible.builtin.shell: >-
+    echo "{{ imex_hook_domain }} {{ imex_hook_trays | join(',') }}
+    $(systemctl show -p MainPID --value nvidia-imex)" > /run/imex-hook-%s
+  changed_when: true
+"""
+
+
+def hook_record(rack, tray, which):
+    result = rack.ssh(tray, "cat", "/run/imex-hook-" + which)
+    return result.stdout.split() if result.returncode == 0 else None
+
+
+def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack, tmp_path):
+    rack = simulated_rack
+    assert site(rack, tmp_path).rc == 0
+    hooks = {}
+    for which in ("pre", "post"):
+        hooks[which] = tmp_path / ("%s.yml" % which)
+        hooks[which].write_text(HOOK % which)
+    options = {"imex_pre_restart_tasks": str(hooks["pre"]), "imex_post_restart_tasks": str(hooks["post"])}
+    trays = rack.trays_of(1)
+    for tray in trays:
+        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+
+    before = daemon_pids(rack)
+    run = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
+    assert run.rc == 0, run.stdout[-3000:]
+    after = daemon_pids(rack)
+    for tray, old_pid, new_pid in zip(trays, before, after):
+        # Before: the old daemon still ran; after: the new one ran and the domain had been proven.
+        assert hook_record(rack, tray, "pre") == ["rack1", ",".join(trays), old_pid]
+        assert hook_record(rack, tray, "post") == ["rack1", ",".join(trays), new_pid]
+        assert old_pid != new_pid
+        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+
+    # No restart, no hooks.
+    unchanged = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
+    assert unchanged.rc == 0 and stops(unchanged) == []
+    assert [hook_record(rack, tray, which) for tray in trays for which in ("pre", "post")] == [None] * 6
+    site(rack, tmp_path)
+
+
+def test_a_hook_that_is_not_a_controller_file_is_refused_before_any_tray_is_read(simulated_rack, tmp_path):
+    run = site(simulated_rack, tmp_path, imex_pre_restart_tasks="hooks/drain.yml",
+               imex_post_restart_tasks=str(tmp_path / "absent.yml"))
+    assert run.rc != 0
+    text = "\n".join(run.failure_messages())
+    assert "imex_pre_restart_tasks = 'hooks/drain.yml' is not an absolute path on the controller" in text, text
+    assert "imex_post_restart_tasks = '%s' is not a file on the controller" % (tmp_path / "absent.yml") in text, text
+    assert run.changed_hosts() == []

@@ -18,6 +18,8 @@ from conftest import requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 4)
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "galaxy.yml")) as _galaxy:
+    GALAXY_VERSION = str(yaml.safe_load(_galaxy)["version"])
 IMEX_FILES = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_config.cfg /etc/modprobe.d/nvidia-imex.conf 2>&1; ls -l /dev/nvidia-caps-imex-channels 2>&1"
 
 
@@ -87,12 +89,40 @@ def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_
         assert report["status"]["broken_pairs"] == []
     stats = [e for e in real.events if e.get("event") == "playbook_on_stats"][-1]["event_data"]
     assert stats["artifact_data"]["imex_domains"] == {"rack1": "healthy", "rack2": "healthy"}
+    assert stats["artifact_data"]["imex_domain_problems"] == {"rack1": [], "rack2": []}
+    # Each report is stamped with the run; the summary covers both waves; the run says where they are.
+    assert stats["artifact_data"]["imex_run"]["report_dir"] == reports
+    run_id = stats["artifact_data"]["imex_run"]["id"]
+    for domain in ("rack1", "rack2"):
+        with open(os.path.join(reports, domain + ".json")) as handle:
+            report = json.load(handle)
+        assert report["run_id"] == run_id and report["generated_at"].endswith("Z")
+        assert report["collection_version"] == GALAXY_VERSION
+    with open(os.path.join(reports, "summary.md")) as handle:
+        summary = handle.read()
+    assert "Run `%s`" % run_id in summary
+    assert "| rack1 | healthy | UP | 4/4 | 0 |" in summary and "| rack2 | healthy | UP | 4/4 | 0 |" in summary
+    assert "Reports: %s" % reports in real.stdout
     statuses = real.module_results("rackscale.imex.imex_status")
     assert statuses and all(res.get("domain_state") for _, res in statuses)
     # One status read per domain for the whole validation, from the domain's first tray.
     validators = sorted(host for host, task in real.ok_tasks("rackscale.imex.imex_status")
                         if task == "Wait for each domain to become healthy, from its first tray")
     assert validators == ["rack1-tray01", "rack2-tray01"]
+
+
+def test_validate_leaves_node_exporter_gauges_per_domain(first_runs, simulated_rack, reports, tmp_path):
+    textfiles = tmp_path / "textfile_collector"
+    run = run_playbook("validate.yml", simulated_rack.inventory,
+                       extravars={"imex_report_dir": reports, "imex_textfile_dir": str(textfiles)})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert sorted(os.listdir(textfiles)) == ["rackscale_imex_rack1.prom", "rackscale_imex_rack2.prom"]
+    gauges = (textfiles / "rackscale_imex_rack2.prom").read_text()
+    for line in ('rackscale_imex_domain_ok{domain="rack2"} 1', 'rackscale_imex_domain_up{domain="rack2"} 1',
+                 'rackscale_imex_domain_nodes_ready{domain="rack2"} 4', 'rackscale_imex_domain_broken_pairs{domain="rack2"} 0',
+                 'rackscale_imex_domain_version_skew{domain="rack2"} 0'):
+        assert line + "\n" in gauges, gauges
+    assert gauges.count("rackscale_imex_node_ready{") == 4
 
 
 def tray_address(rack, tray):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from ansible.plugins.filter.core import to_nice_json
 
 import ansible_collections.rackscale.imex as collection
 from ansible_collections.rackscale.imex.plugins.action.imex_report import ActionModule
+from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import collection_version
 
 REPORT = {
     "domain": "rack1",
@@ -35,8 +37,24 @@ REPORT = {
 }
 
 
+STAMP_KEYS = ("run_id", "generated_at", "collection_version")
+GENERATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
 def report(domain, **fields):
     return dict(REPORT, domain=domain, **fields)
+
+
+def read_report(path, run_id=""):
+    """The report in a file without its stamp, after checking the format and the stamp."""
+    text = path.read_text()
+    written = json.loads(text)
+    # As the to_nice_json filter prints it, plus a newline.
+    assert text == to_nice_json(written) + "\n"
+    assert written["run_id"] == run_id and GENERATED_AT.match(written["generated_at"]), written
+    # Whatever this copy of the collection says (test_run_outputs.py checks how it is found).
+    assert written["collection_version"] == collection_version(collection.__path__[0])
+    return {key: value for key, value in written.items() if key not in STAMP_KEYS}
 
 
 def run_action(args, check_mode=False):
@@ -55,14 +73,12 @@ def mode_of(path):
 def test_writes_one_file_per_domain_as_to_nice_json_printed_it(tmp_path):
     reports = [report("rack1"), report("rack2", verdict="unhealthy", ok=False, problems=["é", "node 1 down"])]
 
-    result = run_action({"dir": str(tmp_path), "reports": reports})
+    result = run_action({"dir": str(tmp_path), "reports": reports, "run_id": "run-42"})
 
-    assert result == {"changed": False, "paths": [str(tmp_path / "rack1.json"), str(tmp_path / "rack2.json")]}
+    assert result == {"changed": False, "dir": str(tmp_path), "summary": None, "textfiles": [],
+                      "paths": [str(tmp_path / "rack1.json"), str(tmp_path / "rack2.json")]}
     for item in reports:
-        text = (tmp_path / (item["domain"] + ".json")).read_text()
-        # What the role's copy task wrote: content "{{ item | to_nice_json }}\n".
-        assert text == to_nice_json(item) + "\n"
-        assert json.loads(text) == item
+        assert read_report(tmp_path / (item["domain"] + ".json"), "run-42") == item
     assert sorted(os.listdir(tmp_path)) == ["rack1.json", "rack2.json"]  # no temporary file left
 
 
@@ -87,22 +103,22 @@ def test_existing_directory_and_file_modes_are_handled(tmp_path):
 
     assert mode_of(tmp_path) == 0o700  # an existing directory is left as it is
     assert mode_of(tmp_path / "rack1.json") == 0o644  # the report gets its documented mode
-    assert json.loads((tmp_path / "rack1.json").read_text()) == REPORT
+    assert read_report(tmp_path / "rack1.json") == REPORT
 
 
-def test_rewriting_the_same_reports_gives_the_same_files_and_no_change(tmp_path):
+def test_rewriting_the_same_reports_gives_the_same_files_but_for_the_stamp_and_no_change(tmp_path):
     args = {"dir": str(tmp_path), "reports": [report("rack1")]}
     first = run_action(args)
-    content = (tmp_path / "rack1.json").read_bytes()
+    content = read_report(tmp_path / "rack1.json")
     second = run_action(args)
     assert first == second and second["changed"] is False
-    assert (tmp_path / "rack1.json").read_bytes() == content
+    assert read_report(tmp_path / "rack1.json") == content
 
 
 def test_check_mode_writes_the_reports_too(tmp_path):
     result = run_action({"dir": str(tmp_path / "reports"), "reports": [report("rack1")]}, check_mode=True)
     assert result["changed"] is False
-    assert json.loads((tmp_path / "reports" / "rack1.json").read_text()) == REPORT
+    assert read_report(tmp_path / "reports" / "rack1.json") == REPORT
 
 
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
@@ -138,6 +154,30 @@ def test_failure_on_a_later_report_lists_the_files_already_written(tmp_path, mon
     assert result["failed"] is True and "cannot replace %s" % (tmp_path / "rack2.json") in result["msg"]
     assert result["paths"] == [str(tmp_path / "rack1.json")]
     assert sorted(os.listdir(tmp_path)) == ["rack1.json"]
+
+
+def test_summary_and_textfiles_are_written_beside_the_reports(tmp_path):
+    earlier = report("rack1")
+    now = report("rack2", verdict="unhealthy", ok=False, problems=["node 1 (198.18.2.12) is UNAVAILABLE"])
+    result = run_action({"dir": str(tmp_path / "reports"), "reports": [now], "summary": [earlier, now],
+                         "run_id": "run-7", "textfile_dir": str(tmp_path / "textfiles")})
+
+    assert result["paths"] == [str(tmp_path / "reports" / "rack2.json")]
+    assert result["summary"] == str(tmp_path / "reports" / "summary.md")
+    assert result["textfiles"] == [str(tmp_path / "textfiles" / "rackscale_imex_rack2.prom")]
+    summary = (tmp_path / "reports" / "summary.md").read_text()
+    assert "Run `run-7` at " in summary and "| rack1 | healthy |" in summary and "| rack2 | unhealthy |" in summary
+    assert "## rack2: unhealthy\n\n- node 1 (198.18.2.12) is UNAVAILABLE\n" in summary
+    gauges = (tmp_path / "textfiles" / "rackscale_imex_rack2.prom").read_text()
+    assert 'rackscale_imex_domain_ok{domain="rack2"} 0\n' in gauges
+    assert sorted(os.listdir(tmp_path / "reports")) == ["rack2.json", "summary.md"]
+
+
+def test_a_relative_directory_is_the_working_directory_s(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_action({"dir": "imex-reports", "reports": [report("rack1")]})
+    assert result["dir"] == str(tmp_path / "imex-reports")
+    assert result["paths"] == [str(tmp_path / "imex-reports" / "rack1.json")]
 
 
 def test_directory_in_the_way_of_a_file_is_named(tmp_path):
@@ -231,4 +271,4 @@ def test_playbook_in_check_mode_writes_on_the_controller_without_contacting_the_
     assert run.returncode == 0, run.stdout + run.stderr
     assert "changed=0" in run.stdout and "unreachable=0" in run.stdout, run.stdout
     for item in reports:
-        assert (tmp_path / "out" / (item["domain"] + ".json")).read_text() == to_nice_json(item) + "\n"
+        assert read_report(tmp_path / "out" / (item["domain"] + ".json")) == item

@@ -100,3 +100,15 @@ def test_channel_numbers_and_the_modes_that_own_channels():
     assert option_problems({"imex_mode": "dra", "imex_channels": [{"channel": 5}]}, IPV4) == [
         "imex_channels[0] (channel 5): the channels belong to the DRA driver in imex_mode dra; remove imex_channels"]
     assert option_problems({"imex_mode": "dra_host_managed", "imex_channels": [{"channel": 5}]}, IPV4) == []
+
+
+def test_restart_hooks_are_absolute_paths_of_controller_files(tmp_path):
+    hook = tmp_path / "drain.yml"
+    hook.write_text("---\n")
+    assert option_problems({"imex_pre_restart_tasks": str(hook), "imex_post_restart_tasks": ""}, IPV4) == []
+    assert option_problems({"imex_pre_restart_tasks": "hooks/drain.yml",
+                            "imex_post_restart_tasks": str(tmp_path / "resume.yml")}, IPV4) == [
+        "imex_pre_restart_tasks = 'hooks/drain.yml' is not an absolute path on the controller "
+        "(for example \"{{ inventory_dir }}/hooks/drain.yml\")",
+        "imex_post_restart_tasks = '%s' is not a file on the controller" % (tmp_path / "resume.yml"),
+    ]

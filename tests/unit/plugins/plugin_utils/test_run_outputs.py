@@ -1,0 +1,91 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The stamp, the Markdown summary and the node_exporter gauges written beside the reports."""
+from __future__ import annotations
+
+import json
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import (
+    collection_version,
+    render_summary,
+    render_textfile,
+    stamped,
+)
+
+
+def status(state, ready, versions, broken=0):
+    nodes = [{"index": index, "address": "198.18.1.%d" % (11 + index), "status": "READY" if index < ready else "UNAVAILABLE",
+              "version": versions[index % len(versions)]} for index in range(3)]
+    pairs = [{"from_index": 0, "to_index": 1, "state": "R"}] * broken
+    return {"domain_state": state, "nodes": nodes, "broken_pairs": pairs}
+
+
+HEALTHY = {"domain": "rack1", "verdict": "healthy", "ok": True, "problems": [],
+           "expected_nodes": ["198.18.1.11", "198.18.1.12", "198.18.1.13"], "status": status("UP", 3, ["580.95.09"])}
+BROKEN = {"domain": "rack2", "verdict": "unhealthy", "ok": False,
+          "problems": ["node 2 (198.18.1.13) is UNAVAILABLE", "versions differ | 580.95.09, 580.105.08"],
+          "expected_nodes": ["198.18.1.11", "198.18.1.12", "198.18.1.13"],
+          "status": status("DEGRADED", 2, ["580.95.09", "580.105.08"], broken=4)}
+
+
+def gauge(text, name, **labels):
+    shown = ",".join('%s="%s"' % item for item in labels.items())
+    (line,) = [line for line in text.splitlines() if line.startswith("%s{%s} " % (name, shown))]
+    return float(line.rsplit(" ", 1)[1])
+
+
+def test_a_stamp_names_the_run_the_time_and_the_version():
+    assert stamped({"domain": "rack1"}, "run-1", "2026-11-24T10:00:00Z", "0.2.0") == {
+        "domain": "rack1", "run_id": "run-1", "generated_at": "2026-11-24T10:00:00Z", "collection_version": "0.2.0"}
+
+
+def test_the_summary_has_a_row_per_domain_and_the_problems_of_those_not_healthy():
+    text = render_summary([HEALTHY, BROKEN], "run-1", "2026-11-24T10:00:00Z", "0.2.0")
+    assert text.splitlines()[2] == "Run `run-1` at 2026-11-24T10:00:00Z, rackscale.imex 0.2.0."
+    assert "| rack1 | healthy | UP | 3/3 | 0 | 580.95.09 | rack1.json |" in text
+    # A '|' inside a cell is escaped so the table keeps its columns.
+    assert "| rack2 | unhealthy | DEGRADED | 2/3 | 4 | 580.105.08, 580.95.09 | rack2.json |" in text
+    assert "## rack1" not in text
+    assert "## rack2: unhealthy\n\n- node 2 (198.18.1.13) is UNAVAILABLE\n- versions differ \\| 580.95.09, 580.105.08\n" in text
+
+
+def test_gauges_of_a_healthy_domain():
+    text = render_textfile(HEALTHY, 1764000000.0)
+    assert gauge(text, "rackscale_imex_domain_ok", domain="rack1") == 1
+    assert gauge(text, "rackscale_imex_domain_up", domain="rack1") == 1
+    assert gauge(text, "rackscale_imex_domain_nodes", domain="rack1") == 3
+    assert gauge(text, "rackscale_imex_domain_nodes_ready", domain="rack1") == 3
+    assert gauge(text, "rackscale_imex_domain_broken_pairs", domain="rack1") == 0
+    assert gauge(text, "rackscale_imex_domain_version_skew", domain="rack1") == 0
+    assert gauge(text, "rackscale_imex_domain_last_success_timestamp_seconds", domain="rack1") == 1764000000
+    assert gauge(text, "rackscale_imex_node_ready", domain="rack1", node="2", address="198.18.1.13") == 1
+    # Every family is declared once, as a gauge.
+    assert text.count("# TYPE rackscale_imex_domain_ok gauge\n") == 1
+
+
+def test_a_degraded_domain_keeps_its_last_success_time():
+    before = render_textfile(dict(BROKEN, ok=True, verdict="tolerated"), 1764000000.0)
+    text = render_textfile(BROKEN, 1764000600.0, before)
+    assert gauge(text, "rackscale_imex_domain_ok", domain="rack2") == 0
+    assert gauge(text, "rackscale_imex_domain_up", domain="rack2") == 0
+    assert gauge(text, "rackscale_imex_domain_nodes_ready", domain="rack2") == 2
+    assert gauge(text, "rackscale_imex_domain_broken_pairs", domain="rack2") == 4
+    assert gauge(text, "rackscale_imex_domain_version_skew", domain="rack2") == 1
+    assert gauge(text, "rackscale_imex_domain_last_run_timestamp_seconds", domain="rack2") == 1764000600
+    assert gauge(text, "rackscale_imex_domain_last_success_timestamp_seconds", domain="rack2") == 1764000000
+    assert gauge(text, "rackscale_imex_node_ready", domain="rack2", node="2", address="198.18.1.13") == 0
+    # Never healthy: 0.
+    assert gauge(render_textfile(BROKEN, 1.0, ""), "rackscale_imex_domain_last_success_timestamp_seconds",
+                 domain="rack2") == 0
+
+
+def test_label_values_are_escaped():
+    text = render_textfile(dict(HEALTHY, domain='a"b\\c'), 1.0)
+    assert 'rackscale_imex_domain_ok{domain="a\\"b\\\\c"} 1' in text
+
+
+def test_the_collection_version_comes_from_the_manifest_then_galaxy_yml(tmp_path):
+    assert collection_version(str(tmp_path)) == "unknown"
+    (tmp_path / "galaxy.yml").write_text("namespace: rackscale\nname: imex\nversion: 0.2.0\n")
+    assert collection_version(str(tmp_path)) == "0.2.0"
+    (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "0.2.1"}}))
+    assert collection_version(str(tmp_path)) == "0.2.1"
