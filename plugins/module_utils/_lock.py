@@ -19,9 +19,16 @@ The lock is a small JSON file::
   dies, so the guard itself cannot be left behind held.
 * A file that exists but cannot be read as a lock (empty, not JSON) counts as held by an unknown
   owner since its modification time: it is never silently ignored.
+* The lock and its guard live in a directory only the module's user (root) can write, and both
+  are owned by that user: in a directory others can write to (``/run/lock`` is 1777), a local user
+  could create the lock first and block every run, or swap the file between two looks.
+* The guard's ``flock`` is waited for at most ``GUARD_WAIT`` seconds; a lock whose ``since`` lies
+  further than ``MAX_SKEW`` seconds in the future is refused (it would never become stale).
+* The same owner taking its lock again with ``refresh`` writes a new ``since``, so that a run
+  longer than ``stale_after`` is not taken over while it works, and fails if the lock changed hands.
 
-Time comes from ``time.time()`` and waiting from ``time.sleep()`` (looked up at call time, so tests
-can replace them). Errors are raised as :class:`LockError` with a message naming the path and, for
+Time stamps come from ``time.time()``, deadlines from ``time.monotonic()`` and waiting from
+``time.sleep()`` (looked up at call time, so tests can replace them). Errors are raised as :class:`LockError` with a message naming the path and, for
 a held lock, the holder and since when.
 """
 from __future__ import annotations
@@ -37,9 +44,14 @@ import time
 
 from ansible_collections.rackscale.imex.plugins.module_utils._text import DetailedError
 
-DEFAULT_PATH = "/run/lock/rackscale-imex.lock"
+DEFAULT_PATH = "/run/rackscale-imex/run.lock"
 GUARD_SUFFIX = ".guard"
 LOCK_MODE = 0o644
+DIR_MODE = 0o700
+# Seconds to wait for the guard's flock (held only for a read and a rename or unlink).
+GUARD_WAIT = 30
+# Seconds a lock's since may lie in the future (clock skew between two runs' looks at the tray).
+MAX_SKEW = 300
 _MAX_BYTES = 64 * 1024
 
 
@@ -107,8 +119,7 @@ def _parse(data):
 def read_lock(path):
     """The lock at ``path`` as :class:`Found`, or None when there is none.
 
-    Symbolic links and non-regular files are refused rather than followed: /run/lock may be
-    writable by other users.
+    Symbolic links, non-regular files and files of another owner are refused rather than used.
     """
     try:
         st = os.lstat(path)
@@ -130,6 +141,9 @@ def read_lock(path):
     try:
         with os.fdopen(fd, "rb") as handle:
             st = os.fstat(handle.fileno())
+            if st.st_uid != os.geteuid():
+                raise LockError("%s is owned by uid %d, not by uid %d that runs rackscale.imex.imex_lock; "
+                                "refusing to use it as the run lock: remove it" % (path, st.st_uid, os.geteuid()))
             data = handle.read(_MAX_BYTES + 1)
     except OSError as exc:
         raise LockError("cannot read lock file %s: %s" % (path, _reason(exc))) from exc
@@ -141,12 +155,13 @@ def read_lock(path):
                  hostname if isinstance(hostname, str) else None, st.st_ino, record=record)
 
 
-def create(path, record):
+def create(path, record, replace=False):
     """Create the lock file atomically. True when created, False when a lock file already exists.
 
     The record is written to a temporary file first and then hard-linked into place (link fails
     when the name exists), so another run never reads a lock file that is still empty or half
-    written: it always finds no lock or the whole record of its holder.
+    written: it always finds no lock or the whole record of its holder. With ``replace`` (under the
+    guard only) the temporary file is renamed over the existing lock instead.
     """
     data = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
     directory = os.path.dirname(os.path.abspath(path))
@@ -163,7 +178,10 @@ def create(path, record):
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.link(tmp_path, path)
+        if replace:
+            os.rename(tmp_path, path)
+        else:
+            os.link(tmp_path, path)
     except FileExistsError:
         return False
     except OSError as exc:
@@ -181,7 +199,8 @@ def _unlink_quietly(path):
 
 
 class _Guard:
-    """Exclusive flock on ``<path>.guard`` for the duration of a ``with`` block."""
+    """Exclusive flock on ``<path>.guard`` for the duration of a ``with`` block, waited for at
+    most ``GUARD_WAIT`` seconds."""
 
     def __init__(self, path):
         self.path = path + GUARD_SUFFIX
@@ -190,11 +209,26 @@ class _Guard:
     def __enter__(self):
         try:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except OSError as exc:
+            if os.fstat(self.fd).st_uid != os.geteuid():
+                raise LockError("%s is owned by uid %d, not by uid %d that runs rackscale.imex.imex_lock; "
+                                "refusing to use it as the guard of the run lock: remove it"
+                                % (self.path, os.fstat(self.fd).st_uid, os.geteuid()))
+            deadline = time.monotonic() + GUARD_WAIT
+            while True:
+                try:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockError("%s (guard of the run lock) stayed locked for more than %d s: a process "
+                                        "holds it (fuser %s names it)" % (self.path, GUARD_WAIT, self.path))
+                    time.sleep(0.05)
+        except (OSError, LockError) as exc:
             if self.fd is not None:
                 os.close(self.fd)
                 self.fd = None
+            if isinstance(exc, LockError):
+                raise
             raise LockError("cannot lock %s (guard of the run lock): %s" % (self.path, _reason(exc))) from exc
         return self
 
@@ -228,15 +262,32 @@ def take_over(path, found, record):
         return create(path, record)
 
 
-def _ensure_parent(path):
+def refresh(path, found, record):
+    """Replace the caller's own lock ``found`` by ``record`` (a new since). False when the lock
+    changed meanwhile."""
+    with _Guard(path):
+        if not found.same_as(read_lock(path)):
+            return False
+        return create(path, record, replace=True)
+
+
+def ensure_directory(path):
+    """Create the lock's directory (mode 0700) or check that only this user can write it."""
     parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(parent):
-        return
     try:
-        os.makedirs(parent, 0o755, exist_ok=True)
+        os.makedirs(parent, DIR_MODE, exist_ok=True)
+        st = os.lstat(parent)
     except OSError as exc:
         raise LockError("cannot create directory %s for the lock file %s: %s"
                         % (parent, path, _reason(exc))) from exc
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise LockError("%s, the directory of the lock file %s, is a symbolic link or not a directory; "
+                        "refusing to use it" % (parent, path))
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise LockError("%s, the directory of the lock file %s, is owned by uid %d with mode %04o: another user "
+                        "could create or replace the lock there; use a directory only uid %d can write "
+                        "(the default path is %s)" % (parent, path, st.st_uid, stat.S_IMODE(st.st_mode),
+                                                     os.geteuid(), DEFAULT_PATH))
 
 
 def _age_text(age):
@@ -273,42 +324,58 @@ def _result(owner, changed, found, waited, took_over=False, lock=None):
     }
 
 
-def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False, hostname=None):
+def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False, hostname=None,
+            refresh_own=False):
     """Take the lock for ``owner``; returns the module result or raises :class:`LockError`.
 
     ``holder``/``since`` in the result describe the lock found before acting: None when the tray
     was free, ``owner`` on a re-acquire, the crashed run on a takeover. ``lock`` is the record that
     is (check mode: would be) in the file afterwards. A lock held by another owner is waited for
     up to ``wait`` seconds, polling every ``interval``; a lock older than ``stale_after`` seconds
-    (0: never) is taken over. Check mode waits and fails the same way but writes nothing.
+    (0: never) is taken over. With ``refresh_own``, the owner's own lock gets a new since. Check
+    mode waits and fails the same way but writes nothing.
     """
     tray = hostname or socket.gethostname()
-    started = time.time()
+    if not check_mode or os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        ensure_directory(path)
+    started = time.monotonic()
     deadline = started + wait
     while True:
         found = read_lock(path)
         now = time.time()
-        waited = max(0.0, now - started)
+        waited = max(0.0, time.monotonic() - started)
+        if found is not None and found.since - now > MAX_SKEW:
+            raise LockError("%s on %s was taken by %s at %s, %d s in the future of this tray's clock (more than "
+                            "%d s): it would never become stale; check the clocks, and remove the file once "
+                            "that run is gone" % (path, tray, found.label(), utc_text(found.since),
+                                                  round(found.since - now), MAX_SKEW),
+                            owner=owner, holder=found.owner, since=found.since, took_over=False,
+                            waited=round(waited, 1))
         if found is None:
             record = new_record(owner, now, tray)
             if check_mode:
                 return _result(owner, True, None, waited, lock=record)
-            _ensure_parent(path)
             if create(path, record):
                 return _result(owner, True, None, waited, lock=record)
             continue  # another run was faster; look at its lock
         if found.owner == owner:
-            return _result(owner, False, found, waited, lock=found.record)
+            if not refresh_own:
+                return _result(owner, False, found, waited, lock=found.record)
+            record = new_record(owner, now, tray)
+            if check_mode or refresh(path, found, record):
+                return _result(owner, True, found, waited, lock=record)
+            continue  # taken over meanwhile; look at the new holder
         if stale_after and now - found.since > stale_after:
             record = new_record(owner, now, tray)
             if check_mode or take_over(path, found, record):
                 return _result(owner, True, found, waited, took_over=True, lock=record)
             continue  # the lock changed hands meanwhile; look again
-        if now >= deadline:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise LockError(held_message(found, path, tray, now, waited, wait, stale_after),
                             owner=owner, holder=found.owner, since=found.since,
                             took_over=False, waited=round(waited, 1))
-        time.sleep(max(0.0, min(interval, deadline - now)))
+        time.sleep(max(0.0, min(interval, left)))
 
 
 def release(path, owner, check_mode=False, hostname=None):

@@ -22,7 +22,9 @@ description:
     the tray free, exactly one gets it. The file holds JSON with the owner, the time it was taken
     (C(since), epoch seconds, and C(since_utc)) and the tray's host name.
   - The same O(owner) taking the lock again is a no-op (C(changed=false)), so the lock can be
-    taken at several points of one run.
+    taken at several points of one run; with O(refresh=true) it writes a new C(since), so that a run
+    longer than O(stale_after) is not taken over while it works. Either way the task fails when the
+    lock is no longer this owner's, which makes it a check before a step that needs the lock.
   - A lock held by another owner is waited for up to O(wait) seconds; then the task fails with a
     message naming the holder and since when.
   - A lock older than O(stale_after) seconds is taken to be abandoned by a run that was killed
@@ -41,10 +43,12 @@ options:
     description:
       - The lock file. Under C(/run) by default, so that a reboot of the tray clears it.
       - Every run against a domain must use the same path. The parent directory is created
-        (mode 0755) when missing.
-      - Symbolic links and non-regular files at this path are refused.
+        (mode 0700) when missing; an existing one must belong to the module's user and not be
+        writable by group or others (not C(/run/lock), which any local user can write), or the task
+        fails naming it.
+      - Symbolic links, non-regular files and files of another owner at this path are refused.
     type: path
-    default: /run/lock/rackscale-imex.lock
+    default: /run/rackscale-imex/run.lock
   owner:
     description:
       - Identifier of the run holding the lock, unique per run and the same on every task of
@@ -70,6 +74,12 @@ options:
         owner since its modification time.
     type: int
     default: 3600
+  refresh:
+    description:
+      - With O(state=present), when O(owner) already holds the lock, write a new C(since)
+        (C(changed=true)). Without it, holding the lock already changes nothing.
+    type: bool
+    default: false
 attributes:
   check_mode:
     description:
@@ -91,6 +101,9 @@ notes:
   - Removing a lock (release, takeover) is serialised with an C(flock) on the empty companion file
     C(<path>.guard), so that two runs finding the same abandoned lock cannot both take it over.
     The guard file is harmless and needs no cleanup.
+  - The C(flock) on the guard is waited for at most 30 seconds. A lock whose C(since) lies more than
+    300 seconds in the future of the tray's clock is refused, naming it, because it would never
+    become stale.
   - A run killed hard cannot release its lock. Either wait O(stale_after) seconds or, after
     making sure that run is gone, remove O(path) on the tray by hand.
   - Take the lock before the first change and release it at the end of the run, also when the run
@@ -204,6 +217,7 @@ def main():
             wait=dict(type="int", default=0),
             interval=dict(type="int", default=2),
             stale_after=dict(type="int", default=3600),
+            refresh=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -223,7 +237,8 @@ def main():
             result = release(params["path"], owner, check_mode=module.check_mode)
         else:
             result = acquire(params["path"], owner, wait=params["wait"], interval=params["interval"],
-                             stale_after=params["stale_after"], check_mode=module.check_mode)
+                             stale_after=params["stale_after"], check_mode=module.check_mode,
+                             refresh_own=params["refresh"])
     except LockError as exc:
         details = dict(owner=owner, holder=None, since=None, took_over=False, waited=0.0)
         details.update(exc.details)

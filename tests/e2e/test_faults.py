@@ -208,15 +208,17 @@ def test_fabric_disagreeing_with_the_inventory_is_refused_before_changes(bed, re
 
 
 def test_second_concurrent_run_fails_clearly(bed, reports):
-    lock = '{"owner": "other-run", "since": 1893456000, "hostname": "controller-b"}'
-    bed.ssh("rack1-tray01", "sh", "-c", "echo '%s' > /run/lock/rackscale-imex.lock" % lock)
+    # Taken just now by another controller, in the root-only directory of the run lock.
+    bed.ssh("rack1-tray01", "sh", "-c", "mkdir -p -m 700 /run/rackscale-imex && echo "
+            "'{\"owner\": \"other-run\", \"since\": '$(date +%s)', \"hostname\": \"controller-b\"}'"
+            " > /run/rackscale-imex/run.lock")
     try:
         run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
         assert run.rc != 0
         assert "locked by other-run" in messages(run), messages(run)
         assert run.changed_hosts() == []
     finally:
-        bed.ssh("rack1-tray01", "rm", "-f", "/run/lock/rackscale-imex.lock")
+        bed.ssh("rack1-tray01", "rm", "-f", "/run/rackscale-imex/run.lock")
     converges(bed, reports)
 
 

@@ -139,7 +139,7 @@ def test_acquire_creates_the_missing_directory(tmp_path):
     path = str(tmp_path / "run" / "lock" / "x.lock")
     result = acquire(path, "run-1", hostname="tray")
     assert result["changed"] is True
-    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
     assert read_lock(path).owner == "run-1"
 
 

@@ -23,15 +23,20 @@ class FakeTime:
 
     def __init__(self, now=T0, on_sleep=None):
         self.now = now
+        self.elapsed = 0.0   # the monotonic clock: only sleeping moves it
         self.slept = []
         self.on_sleep = on_sleep
 
     def time(self):
         return self.now
 
+    def monotonic(self):
+        return self.elapsed
+
     def sleep(self, seconds):
         self.slept.append(seconds)
         self.now += seconds
+        self.elapsed += seconds
         if self.on_sleep:
             self.on_sleep(len(self.slept))
 
@@ -94,6 +99,68 @@ def test_reacquire_by_same_owner_is_unchanged(run, path, clock):
     assert (again["holder"], again["since"], again["took_over"]) == (ME, T0, False)
     assert again["lock"]["since"] == T0
     assert snapshot(path) == before
+
+
+def test_refresh_by_the_owner_writes_a_new_since(run, path, clock):
+    run(dict(path=str(path), owner=ME))
+    clock.now += 3000
+    predicted = run(dict(path=str(path), owner=ME, refresh=True), check=True)
+    assert predicted["changed"] is True and predicted["lock"]["since"] == T0 + 3000
+    assert json.loads(path.read_text())["since"] == T0
+    refreshed = run(dict(path=str(path), owner=ME, refresh=True))
+    assert refreshed["_exit_code"] == 0 and refreshed["changed"] is True
+    assert (refreshed["holder"], refreshed["since"]) == (ME, T0)
+    assert json.loads(path.read_text())["since"] == T0 + 3000
+    # Refreshed, the lock is not stale an hour after the run began.
+    clock.now += 1000
+    assert run(dict(path=str(path), owner=OTHER, stale_after=3600))["_exit_code"] == 1
+
+
+def test_refresh_fails_when_the_lock_was_taken_over(run, path, clock):
+    hold(path, owner=OTHER, since=T0)
+    result = run(dict(path=str(path), owner=ME, refresh=True))
+    assert result["_exit_code"] == 1 and result["holder"] == OTHER
+    assert result["msg"].startswith("rack tray is locked by %s" % OTHER)
+
+
+def test_a_lock_from_the_future_is_refused_naming_it(run, path, clock):
+    hold(path, owner=OTHER, since=T0 + 86400)
+    result = run(dict(path=str(path), owner=ME, stale_after=3600))
+    assert result["_exit_code"] == 1
+    assert result["msg"] == (
+        "%s on %s was taken by %s at 2025-02-01 12:00:00 UTC, 86400 s in the future of this tray's clock "
+        "(more than 300 s): it would never become stale; check the clocks, and remove the file once that run "
+        "is gone" % (path, socket.gethostname(), OTHER))
+    # A small skew is not refused.
+    hold(path, owner=OTHER, since=T0 + 60)
+    assert "would never become stale" not in run(dict(path=str(path), owner=ME))["msg"]
+
+
+def test_a_directory_other_users_can_write_is_refused(run, path, clock):
+    path.parent.mkdir(parents=True)
+    os.chmod(str(path.parent), 0o1777)
+    result = run(dict(path=str(path), owner=ME))
+    assert result["_exit_code"] == 1
+    assert result["msg"].startswith("%s, the directory of the lock file %s, is owned by uid %d with mode 1777: "
+                                    "another user could create or replace the lock there"
+                                    % (path.parent, path, os.geteuid()))
+    assert not path.exists()
+
+
+def test_a_new_directory_is_private(run, path, clock):
+    assert run(dict(path=str(path), owner=ME))["_exit_code"] == 0
+    assert stat.S_IMODE(os.stat(str(path.parent)).st_mode) == 0o700
+
+
+def test_waiting_is_measured_on_the_monotonic_clock(run, path, clock):
+    hold(path)
+
+    def wall_clock_goes_back(calls):
+        clock.now -= 100
+    clock.on_sleep = wall_clock_goes_back
+    result = run(dict(path=str(path), owner=ME, wait=10, interval=3))
+    assert result["_exit_code"] == 1
+    assert clock.slept == [3, 3, 3, 1] and result["waited"] == 10.0
 
 
 def test_held_by_other_fails_naming_holder(run, path, clock):
