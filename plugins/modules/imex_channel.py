@@ -174,6 +174,26 @@ initramfs_rebuild_command:
   type: list
   elements: str
   sample: [/usr/sbin/update-initramfs, -u, -k, all]
+state:
+  description: O(state).
+  returned: always
+  type: str
+  sample: present
+owner:
+  description: O(owner) of the device node.
+  returned: always
+  type: str
+  sample: root
+group:
+  description: O(group) of the device node.
+  returned: always
+  type: str
+  sample: tenant-a
+mode:
+  description: Mode of the device node, O(mode) or its default for this channel.
+  returned: always
+  type: str
+  sample: "0600"
 reboot_needed:
   description:
     - The boot-time change only takes effect after a reboot (or module reload) and the node does
@@ -248,6 +268,9 @@ def main():
         module.fail_json(msg=str(exc))
     if not module._diff:
         result.pop("diff")
+    # What the node is (or, for state=absent, would have been) made with: a caller can record it, for
+    # example to make the node again at boot.
+    result.update(state=params["state"], owner=params["owner"], group=params["group"], mode=mode)
     module.exit_json(**result)
 
 

@@ -23,7 +23,7 @@ CHANNELS_ONLY = """\
   roles:
     - role: rackscale.imex.imex_channels
       imex_channels_channel0: "{{ want_channel0 }}"
-      imex_channels_extra: [{channel: 7, mode: "0600"}]
+      imex_channels_extra: "{{ extra_channels }}"
 """
 
 CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
@@ -32,7 +32,9 @@ CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
     playbook = tmp_path / "channels.yml"
     playbook.write_text(CHANNELS_ONLY)
-    run = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"})
+    run = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
+                       extravars={"extra_channels": [{"channel": 7, "mode": "0600"}, {"channel": 9, "group": "daemon",
+                                                                                      "mode": "0660"}]})
     assert run.rc == 0, run.stdout[-3000:]
     assert run.roles_run() == ["imex_channels"]
     for tray in simulated_rack.trays_of(1) + simulated_rack.trays_of(2):
@@ -42,6 +44,27 @@ def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
                                                   CHANNEL_DIR + "/channel7 character special file 600"]
         option = simulated_rack.ssh(tray, "cat", "/etc/modprobe.d/nvidia-imex.conf")
         assert "NVreg_CreateImexChannel0=1" in option.stdout
+
+    # The isolation channels come back after a reboot, as they were made, with no run in between.
+    simulated_rack.simrack("fault", "reboot", "rack1-tray02")
+    after = simulated_rack.ssh("rack1-tray02", "stat", "-c", "%n %F %a %G",
+                               CHANNEL_DIR + "/channel7", CHANNEL_DIR + "/channel9")
+    assert after.stdout.split("\n")[:2] == [CHANNEL_DIR + "/channel7 character special file 600 root",
+                                            CHANNEL_DIR + "/channel9 character special file 660 daemon"], \
+        after.stdout + after.stderr
+    unit = simulated_rack.ssh("rack1-tray02", "systemctl", "is-active", "rackscale-imex-channels.service")
+    assert unit.stdout.strip() == "active", unit.stdout + unit.stderr
+
+    # channel9 given up: the boot list no longer holds it; with none left, the list goes.
+    again = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
+                         extravars={"extra_channels": [{"channel": 7, "mode": "0600"}, {"channel": 9, "state": "absent"}]})
+    assert again.rc == 0, again.stdout[-3000:]
+    listed = simulated_rack.ssh("rack1-tray02", "grep", "-v", "^#", "/etc/rackscale-imex/channels")
+    assert listed.stdout.splitlines() == ["7 root root 0600"], listed.stdout
+    none = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
+                        extravars={"extra_channels": []})
+    assert none.rc == 0
+    assert simulated_rack.ssh("rack1-tray02", "test", "-e", "/etc/rackscale-imex/channels").returncode == 1
 
 
 def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):

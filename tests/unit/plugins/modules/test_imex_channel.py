@@ -222,6 +222,8 @@ def test_tenant_channel_defaults_to_0600_and_no_dropin(run, host):
     assert result["changed"] is True
     assert (result["major"], result["minor"]) == (234, 5)
     assert node(host, 5) == (234, 5, 0, 1234, 0o600)
+    # What the node was made with, for a caller that records it (the boot list of imex_channels).
+    assert (result["state"], result["owner"], result["group"], result["mode"]) == ("present", "root", "1234", "0600")
     assert dropin(host) is None
     assert result["initramfs_rebuild_needed"] is False and result["reboot_needed"] is False
     assert len(result["diff"]) == 1
