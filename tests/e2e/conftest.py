@@ -86,7 +86,7 @@ def remove_runner_dirs():
 
 
 def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900,
-                 cmdline_vars=None):
+                 cmdline_vars=None, tags=None):
     """Run playbooks/<playbook> (or a playbook at an absolute path) against `inventory` with
     ansible-runner; returns a PlaybookRun. cmdline_vars are given as `-e name=value` on the command
     line, where every value arrives as a string, as from an operator's shell or an AWX survey."""
@@ -97,6 +97,8 @@ def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, l
         cmdline.append("--check")
     if diff:
         cmdline.append("--diff")
+    if tags:
+        cmdline.append("--tags %s" % shlex.quote(tags))
     runner = ansible_runner.run(
         private_data_dir=private_data_dir,
         playbook=os.path.join(PLAYBOOKS, playbook),

@@ -101,3 +101,24 @@ def test_the_validate_entry_point_alone_proves_the_converged_rack(simulated_rack
                        "ansible.builtin.include_tasks", "ansible.builtin.validate_argument_spec"}, modules
     assert run.changed_hosts() == []
     assert sorted(os.listdir(reports)) == ["rack1.json", "rack2.json", "summary.md"]
+
+
+def test_tags_run_one_phase_with_the_checks_the_locks_and_the_read(simulated_rack, tmp_path):
+    extravars = {"imex_report_dir": str(tmp_path / "reports"), "imex_settings": {"LOG_LEVEL": 3}}
+    channels = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_channels")
+    assert channels.rc == 0, channels.stdout[-3000:]
+    modules = {action for _, _, action, _ in channels.ok_results()}
+    assert {"rackscale.imex.imex_lock", "rackscale.imex.imex_tray_info", "rackscale.imex.imex_channel"} <= modules
+    assert not modules & {"rackscale.imex.imex_config", "rackscale.imex.imex_nodes_config", "rackscale.imex.imex_status"}
+    # The daemon phase was skipped: the setting is not written yet.
+    level = simulated_rack.ssh("rack1-tray01", "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip()
+    assert level != "LOG_LEVEL=3"
+
+    daemon = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_daemon")
+    assert daemon.rc == 0, daemon.stdout[-3000:]
+    modules = {action for _, _, action, _ in daemon.ok_results()}
+    assert "rackscale.imex.imex_channel" not in modules and "rackscale.imex.imex_status" in modules
+    assert simulated_rack.ssh("rack1-tray01", "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip() \
+        == "LOG_LEVEL=3"
+    # Back to the settings the other tests expect.
+    assert run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": extravars["imex_report_dir"]}).rc == 0
