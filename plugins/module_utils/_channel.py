@@ -35,6 +35,8 @@ NVIDIA_MODULE = "nvidia"
 DEFAULT_CHANNEL_COUNT = 2048
 # The collection's own drop-in for the channel0 option.
 MODPROBE_PATH = "/etc/modprobe.d/nvidia-imex.conf"
+# One file per isolation channel to make again at boot (the boot unit of the imex_channels role).
+BOOT_DIR = "/etc/rackscale-imex/channels.d"
 # NVreg_ImexChannelCount is limited to 20 bits, like the minor number of a dev_t.
 MAX_CHANNEL = (1 << 20) - 1
 DROPIN_OPTION_LINE = "options %s %s=1" % (NVIDIA_MODULE, CREATE_CHANNEL0_PARAM)
@@ -398,8 +400,13 @@ def initramfs_rebuild_command(module):
     return None
 
 
+def boot_entry(channel, owner, group, mode):
+    """The line a boot entry file holds: what the boot unit makes the node with."""
+    return "%d %s %s %s\n" % (channel, owner, group, mode)
+
+
 def ensure_channel(module, channel, state, persistent, immediate, owner, group, mode,
-                   modprobe_path, modprobe_dir, proc_devices, params_path, device_dir):
+                   modprobe_path, modprobe_dir, proc_devices, params_path, device_dir, boot_dir=BOOT_DIR):
     """Bring channel ``channel`` to ``state``; returns the module result (diff as a list).
 
     Nothing is changed until every input has been read and validated. The device node is handled
@@ -409,11 +416,6 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
     if channel < 0 or channel > MAX_CHANNEL:
         raise ChannelError("channel %d is outside 0..%d (IMEX channel numbers are 20-bit minors)"
                            % (channel, MAX_CHANNEL))
-    if persistent and channel != 0:
-        raise ChannelError(
-            "persistent=true needs channel 0: the driver creates only channel0 at module load "
-            "(%s); channel %d must be created after every boot (immediate=true, persistent=false)"
-            % (CREATE_CHANNEL0_PARAM, channel))
     uid = resolve_uid(owner)
     gid = resolve_gid(group)
     wanted_mode = parse_mode(mode)
@@ -432,7 +434,7 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
         "diff": [],
     }
 
-    if persistent:
+    if persistent and channel == 0:
         _plan_dropin(state, modprobe_path, modprobe_dir)
 
     plan = None
@@ -460,7 +462,19 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
     else:
         device_exists_after = NodeState.from_path(device).exists
 
-    if persistent:
+    if persistent and channel != 0:
+        # The driver makes only channel0 at boot: the boot unit of the imex_channels role makes the
+        # others from these entries, one file per channel so that each is written on its own.
+        entry = os.path.join(boot_dir, "channel%d" % channel)
+        if state == "present":
+            result["changed"] |= ensure_directory(module, boot_dir, 0o755, 0, 0)
+            outcome = replace_file(module, entry, boot_entry(channel, owner, group, mode), owner=0, group=0,
+                                   mode=0o644)
+        else:
+            outcome = remove_file(module, entry)
+        result["diff"].insert(0, outcome["diff"])
+        result["changed"] |= outcome["changed"]
+    elif persistent:
         if state == "present":
             result["changed"] |= ensure_directory(module, os.path.dirname(modprobe_path), 0o755, 0, 0)
             outcome = replace_file(module, modprobe_path, DROPIN_CONTENT, owner=0, group=0, mode=0o644)

@@ -40,13 +40,15 @@ options:
     default: present
   persistent:
     description:
-      - Manage the boot-time C(NVreg_CreateImexChannel0) drop-in at O(modprobe_path).
-      - Defaults to V(true) for channel 0 and V(false) for every other channel. Only channel 0
-        can be persistent, because the driver creates only channel0 at module load;
-        O(persistent=true) with another channel is an error.
-      - With V(false) an existing drop-in is left alone.
-      - A changed drop-in only takes effect after the initramfs is rebuilt and the node reboots
+      - Make the channel exist after a reboot too.
+      - For channel 0, manage the boot-time C(NVreg_CreateImexChannel0) drop-in at O(modprobe_path).
+        A changed drop-in only takes effect after the initramfs is rebuilt and the node reboots
         (or the nvidia module is reloaded); see RV(initramfs_rebuild_needed) and RV(reboot_needed).
+      - For any other channel, which the driver never makes by itself, write the boot entry
+        C(<boot_dir>/channel<N>) (C(<N> <owner> <group> <mode>)) that the C(rackscale-imex-channels)
+        boot unit of the rackscale.imex.imex_channels role reads; with O(state=absent) remove it.
+      - Defaults to V(true) for channel 0 and V(false) for every other channel. With V(false) an
+        existing drop-in or boot entry is left alone.
     type: bool
   immediate:
     description:
@@ -77,6 +79,10 @@ options:
         to files with other options.
     type: path
     default: /etc/modprobe.d/nvidia-imex.conf
+  boot_dir:
+    description: Directory of the boot entries of persistent channels other than 0.
+    type: path
+    default: /etc/rackscale-imex/channels.d
   modprobe_dir:
     description: Directory whose C(*.conf) files are scanned for conflicting C(NVreg_CreateImexChannel0) values.
     type: path
@@ -174,26 +180,6 @@ initramfs_rebuild_command:
   type: list
   elements: str
   sample: [/usr/sbin/update-initramfs, -u, -k, all]
-state:
-  description: O(state).
-  returned: always
-  type: str
-  sample: present
-owner:
-  description: O(owner) of the device node.
-  returned: always
-  type: str
-  sample: root
-group:
-  description: O(group) of the device node.
-  returned: always
-  type: str
-  sample: tenant-a
-mode:
-  description: Mode of the device node, O(mode) or its default for this channel.
-  returned: always
-  type: str
-  sample: "0600"
 reboot_needed:
   description:
     - The boot-time change only takes effect after a reboot (or module reload) and the node does
@@ -218,7 +204,12 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rackscale.imex.plugins.module_utils._channel import MODPROBE_PATH, ChannelError, ensure_channel
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
+    BOOT_DIR,
+    MODPROBE_PATH,
+    ChannelError,
+    ensure_channel,
+)
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError
 
 
@@ -237,6 +228,7 @@ def main():
             proc_devices=dict(type="path", default="/proc/devices"),
             params_path=dict(type="path", default="/proc/driver/nvidia/params"),
             device_dir=dict(type="path", default="/dev/nvidia-caps-imex-channels"),
+            boot_dir=dict(type="path", default=BOOT_DIR),
         ),
         supports_check_mode=True,
     )
@@ -263,14 +255,12 @@ def main():
             proc_devices=params["proc_devices"],
             params_path=params["params_path"],
             device_dir=params["device_dir"],
+            boot_dir=params["boot_dir"],
         )
     except (ChannelError, FileOpError) as exc:
         module.fail_json(msg=str(exc))
     if not module._diff:
         result.pop("diff")
-    # What the node is (or, for state=absent, would have been) made with: a caller can record it, for
-    # example to make the node again at boot.
-    result.update(state=params["state"], owner=params["owner"], group=params["group"], mode=mode)
     module.exit_json(**result)
 
 

@@ -55,16 +55,17 @@ def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
     unit = simulated_rack.ssh("rack1-tray02", "systemctl", "is-active", "rackscale-imex-channels.service")
     assert unit.stdout.strip() == "active", unit.stdout + unit.stderr
 
-    # channel9 given up: the boot list no longer holds it; with none left, the list goes.
+    # channel9 given up: its boot entry goes with its node; in the slurm mode every entry goes.
     again = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
                          extravars={"extra_channels": [{"channel": 7, "mode": "0600"}, {"channel": 9, "state": "absent"}]})
     assert again.rc == 0, again.stdout[-3000:]
-    listed = simulated_rack.ssh("rack1-tray02", "grep", "-v", "^#", "/etc/rackscale-imex/channels")
-    assert listed.stdout.splitlines() == ["7 root root 0600"], listed.stdout
-    none = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
-                        extravars={"extra_channels": []})
-    assert none.rc == 0
-    assert simulated_rack.ssh("rack1-tray02", "test", "-e", "/etc/rackscale-imex/channels").returncode == 1
+    entries = simulated_rack.ssh("rack1-tray02", "sh", "-c", "cat /etc/rackscale-imex/channels.d/*")
+    assert entries.stdout.splitlines() == ["7 root root 0600"], entries.stdout
+    slurm = run_playbook(str(playbook), simulated_rack.inventory,
+                         cmdline_vars={"want_channel0": "no", "imex_channels_mode": "slurm"},
+                         extravars={"extra_channels": []})
+    assert slurm.rc == 0, slurm.stdout[-3000:]
+    assert simulated_rack.ssh("rack1-tray02", "test", "-e", "/etc/rackscale-imex/channels.d").returncode == 1
 
 
 def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):

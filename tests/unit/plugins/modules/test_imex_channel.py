@@ -222,12 +222,27 @@ def test_tenant_channel_defaults_to_0600_and_no_dropin(run, host):
     assert result["changed"] is True
     assert (result["major"], result["minor"]) == (234, 5)
     assert node(host, 5) == (234, 5, 0, 1234, 0o600)
-    # What the node was made with, for a caller that records it (the boot list of imex_channels).
-    assert (result["state"], result["owner"], result["group"], result["mode"]) == ("present", "root", "1234", "0600")
     assert dropin(host) is None
     assert result["initramfs_rebuild_needed"] is False and result["reboot_needed"] is False
     assert len(result["diff"]) == 1
     assert run(args_for(host, channel=5, group="1234"))["changed"] is False
+
+
+def test_persistent_tenant_channel_gets_a_boot_entry_and_loses_it_when_absent(run, host):
+    boot = host / "boot"
+    args = args_for(host, channel=5, group="1234", mode="0660", persistent=True, boot_dir=str(boot))
+    predicted = run(args, check=True)
+    assert predicted["changed"] is True and not boot.exists()
+    result = run(args)
+    assert result["changed"] is True
+    assert node(host, 5) == (234, 5, 0, 1234, 0o660)
+    assert (boot / "channel5").read_text() == "5 root 1234 0660\n"
+    assert stat.S_IMODE(os.stat(str(boot / "channel5")).st_mode) == 0o644
+    assert dropin(host) is None  # the modprobe option is channel0's alone
+    assert result["initramfs_rebuild_needed"] is False and result["reboot_needed"] is False
+    assert run(args)["changed"] is False
+    gone = run(dict(args, state="absent"))
+    assert gone["changed"] is True and node(host, 5) is None and not (boot / "channel5").exists()
 
 
 def test_channel_limit_comes_from_params(run, host):
@@ -247,15 +262,6 @@ def test_channel_limit_defaults_to_2048_without_params(run, host):
 
 
 # --- rejections --------------------------------------------------------------------------------
-
-def test_persistent_other_channel_is_refused(run, host):
-    before = snapshot(host)
-    result = run(args_for(host, channel=3, persistent=True))
-    assert result["failed"] is True
-    assert "persistent=true needs channel 0" in result["msg"]
-    assert "channel 3" in result["msg"]
-    assert snapshot(host) == before
-
 
 def test_negative_channel_is_refused(run, host):
     result = run(args_for(host, channel=-1))
