@@ -284,10 +284,10 @@ def ensure_directory(path):
         raise LockError("%s, the directory of the lock file %s, is a symbolic link or not a directory; "
                         "refusing to use it" % (parent, path))
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        shown = (parent, path, st.st_uid, stat.S_IMODE(st.st_mode), os.geteuid(), DEFAULT_PATH)
         raise LockError("%s, the directory of the lock file %s, is owned by uid %d with mode %04o: another user "
                         "could create or replace the lock there; use a directory only uid %d can write "
-                        "(the default path is %s)" % (parent, path, st.st_uid, stat.S_IMODE(st.st_mode),
-                                                     os.geteuid(), DEFAULT_PATH))
+                        "(the default path is %s)" % shown)
 
 
 def _age_text(age):
