@@ -26,11 +26,16 @@ imex_internal_busy_trays(trays, tray_infos, service)
     One phrase per tray of a domain with work on it (GPU processes, a Slurm job) while its daemon runs.
 imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs)
     The verdict and report of one domain from its leader's status.
+imex_internal_channel_entries(mode, channel0, extra)
+    The imex_channel options of every channel the mode wants, channel0 first.
+imex_internal_channels_to_ensure(entries, observed)
+    The entries a read of the tray shows would change (all without a read).
 """
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import model_or_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
+from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
@@ -79,6 +84,14 @@ def imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_bro
     return domain_report(domain, model, list(play_hosts), dict(statuses), allowed_broken_pairs=int(allowed_broken_pairs))
 
 
+def imex_internal_channel_entries(mode, channel0, extra):
+    return channel_entries(str(mode), bool(channel0), list(extra or []))
+
+
+def imex_internal_channels_to_ensure(entries, observed):
+    return channels_to_ensure(list(entries), dict(observed or {}))
+
+
 class FilterModule:
     """Private glue of the rackscale.imex.imex role."""
 
@@ -92,4 +105,6 @@ class FilterModule:
             "imex_internal_restart_plan": imex_internal_restart_plan,
             "imex_internal_busy_trays": imex_internal_busy_trays,
             "imex_internal_domain_report": imex_internal_domain_report,
+            "imex_internal_channel_entries": imex_internal_channel_entries,
+            "imex_internal_channels_to_ensure": imex_internal_channels_to_ensure,
         }

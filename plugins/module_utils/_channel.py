@@ -35,6 +35,11 @@ NVIDIA_MODULE = "nvidia"
 DEFAULT_CHANNEL_COUNT = 2048
 # The collection's own drop-in for the channel0 option.
 MODPROBE_PATH = "/etc/modprobe.d/nvidia-imex.conf"
+# Where the driver and modprobe keep what the module reads and writes.
+MODPROBE_DIR = "/etc/modprobe.d"
+PROC_DEVICES = "/proc/devices"
+PARAMS_PATH = "/proc/driver/nvidia/params"
+DEVICE_DIR = "/dev/nvidia-caps-imex-channels"
 # One file per isolation channel to make again at boot (the boot unit of the imex_channels role).
 BOOT_DIR = "/etc/rackscale-imex/channels.d"
 # NVreg_ImexChannelCount is limited to 20 bits, like the minor number of a dev_t.
@@ -398,6 +403,55 @@ def initramfs_rebuild_command(module):
         if path:
             return [path] + args
     return None
+
+
+def channel_options(channel, persistent=None, mode=None):
+    """(persistent, mode) of a channel with the module's defaults filled in: channel0 persistent and
+    0666 as the driver makes it, any other channel not persistent and 0600."""
+    if persistent is None:
+        persistent = channel == 0
+    if mode is None:
+        mode = "0666" if channel == 0 else "0600"
+    return persistent, mode
+
+
+class _Predicting(object):
+    """The module as ensure_channel sees it while predicting: in check mode, warnings kept aside."""
+
+    check_mode = True
+
+    def __init__(self, module):
+        self._module = module
+        self.warnings = []
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def predict_channels(module, entries, **paths):
+    """Whether ensure_channel would change each entry, from running it in check mode here.
+
+    entries: dicts with channel and optionally state, persistent, immediate, owner, group, mode
+    (the imex_channel options); paths: the path options common to all entries. Returns
+    {"<channel>": {"changed": bool}} or {"<channel>": {"error": message}} per entry, so that a
+    caller can run the module only where it would do something (or fail, saying why).
+    """
+    predicted = {}
+    for entry in entries:
+        channel = int(entry["channel"])
+        persistent, mode = channel_options(channel, entry.get("persistent"), entry.get("mode"))
+        try:
+            result = ensure_channel(_Predicting(module), channel=channel, state=entry.get("state") or "present",
+                                    persistent=persistent, immediate=entry.get("immediate", True) is not False,
+                                    owner=entry.get("owner") or "root", group=entry.get("group") or "root",
+                                    mode=mode, **paths)
+            predicted[str(channel)] = {"changed": bool(result["changed"])}
+        except (ChannelError, FileOpError) as exc:
+            predicted[str(channel)] = {"error": str(exc)}
+    return predicted
 
 
 def boot_entry(channel, owner, group, mode):

@@ -206,8 +206,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     BOOT_DIR,
+    DEVICE_DIR,
+    MODPROBE_DIR,
     MODPROBE_PATH,
+    PARAMS_PATH,
+    PROC_DEVICES,
     ChannelError,
+    channel_options,
     ensure_channel,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError
@@ -224,22 +229,17 @@ def main():
             group=dict(type="str", default="root"),
             mode=dict(type="str"),
             modprobe_path=dict(type="path", default=MODPROBE_PATH),
-            modprobe_dir=dict(type="path", default="/etc/modprobe.d"),
-            proc_devices=dict(type="path", default="/proc/devices"),
-            params_path=dict(type="path", default="/proc/driver/nvidia/params"),
-            device_dir=dict(type="path", default="/dev/nvidia-caps-imex-channels"),
+            modprobe_dir=dict(type="path", default=MODPROBE_DIR),
+            proc_devices=dict(type="path", default=PROC_DEVICES),
+            params_path=dict(type="path", default=PARAMS_PATH),
+            device_dir=dict(type="path", default=DEVICE_DIR),
             boot_dir=dict(type="path", default=BOOT_DIR),
         ),
         supports_check_mode=True,
     )
     params = module.params
     channel = params["channel"]
-    persistent = params["persistent"]
-    if persistent is None:
-        persistent = channel == 0
-    mode = params["mode"]
-    if mode is None:
-        mode = "0666" if channel == 0 else "0600"
+    persistent, mode = channel_options(channel, params["persistent"], params["mode"])
     try:
         result = ensure_channel(
             module,

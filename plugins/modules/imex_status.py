@@ -37,6 +37,14 @@ options:
         unhealthy. Host names compare case-insensitively.
     type: list
     elements: str
+  expected_names:
+    description:
+      - Names of the trays of O(expected_nodes), in the same order, for example their inventory names.
+      - A node whose host name the output does not give (an unreachable node, output without C(-H)) and
+        whose address is the expected one at its index is named by it in RV(nodes) and RV(problems), so
+        that an operator reads which tray is at fault.
+    type: list
+    elements: str
   wait:
     description:
       - Poll until the domain is healthy or O(timeout) seconds have passed.
@@ -309,12 +317,21 @@ def _output_excerpt(out, err, limit=600):
     return '; '.join(parts) or 'no output'
 
 
+def _name_nodes(parsed, expected_nodes, expected_names):
+    """Name each node the output leaves unnamed after its tray, where its address is the expected one."""
+    for index, node in parsed['nodes'].items():
+        if (not node.get('hostname') and index < min(len(expected_nodes), len(expected_names))
+                and node.get('address') == expected_nodes[index]):
+            node['hostname'] = expected_names[index]
+
+
 def _observe(ctl, params):
     """One poll: the assessment plus the source, or raise CtlFailure."""
     local_state = local_error = None
     if params['query_local']:
         local_state, local_error = ctl.local_state()
     parsed = ctl.domain()
+    _name_nodes(parsed, params['expected_nodes'] or [], params['expected_names'] or [])
     assessment = _assess.assess(parsed, expected_nodes=params['expected_nodes'],
                                 local_state=local_state, local_error=local_error)
     assessment['source'] = parsed['source']
@@ -326,6 +343,7 @@ def main():
         argument_spec=dict(
             config=dict(type='path', default=CONFIG_PATH),
             expected_nodes=dict(type='list', elements='str'),
+            expected_names=dict(type='list', elements='str'),
             wait=dict(type='bool', default=False),
             timeout=dict(type='int', default=300),
             interval=dict(type='int', default=5),

@@ -65,6 +65,45 @@ options:
         when C(scontrol) is installed.
     type: bool
     default: false
+  channels:
+    description:
+      - IMEX channels to check against what M(rackscale.imex.imex_channel) would make of them, with the
+        same options (the path options are that module's defaults, but for O(channels_modprobe_path)).
+      - For each, RV(channels) says whether M(rackscale.imex.imex_channel) would change anything, found by
+        running its own code in check mode, so that a caller runs it only where it would.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      channel:
+        description: Channel number.
+        type: int
+        required: true
+      state:
+        description: As M(rackscale.imex.imex_channel) takes it.
+        type: str
+        choices: [present, absent]
+        default: present
+      persistent:
+        description: As M(rackscale.imex.imex_channel) takes it.
+        type: bool
+      immediate:
+        description: As M(rackscale.imex.imex_channel) takes it.
+        type: bool
+        default: true
+      owner:
+        description: As M(rackscale.imex.imex_channel) takes it (default C(root)).
+        type: str
+      group:
+        description: As M(rackscale.imex.imex_channel) takes it (default C(root)).
+        type: str
+      mode:
+        description: As M(rackscale.imex.imex_channel) takes it.
+        type: str
+  channels_modprobe_path:
+    description: The channel0 drop-in, as O(rackscale.imex.imex_channel#module:modprobe_path).
+    type: path
+    default: /etc/modprobe.d/nvidia-imex.conf
 extends_documentation_fragment:
   - rackscale.imex._read_only
 notes:
@@ -192,6 +231,13 @@ problems:
   sample:
     - "GPUs 0-3: fabric state is In Progress, not Completed (the GPU has not finished registering with the
        NVLink fabric; wait, or check the NVLink fabric manager / NMX)"
+channels:
+  description:
+    - Each channel of O(channels) (as a string) mapped to C({changed}), whether
+      M(rackscale.imex.imex_channel) would change it, or to C({error}), why it would fail.
+  returned: when O(channels) is given
+  type: dict
+  sample: {"0": {"changed": false}, "5": {"changed": true}}
 files:
   description: Each path of O(files) mapped to its description.
   returned: success
@@ -246,6 +292,15 @@ import socket
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
+    BOOT_DIR,
+    DEVICE_DIR,
+    MODPROBE_DIR,
+    MODPROBE_PATH,
+    PARAMS_PATH,
+    PROC_DEVICES,
+    predict_channels,
+)
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
 
 _SMI_TIMEOUT_SECONDS = 120
@@ -307,6 +362,16 @@ def main():
             compute_apps=dict(type='bool', default=False),
             slurm_state=dict(type='bool', default=False),
             imex_version=dict(type='bool', default=False),
+            channels=dict(type='list', elements='dict', default=[], options=dict(
+                channel=dict(type='int', required=True),
+                state=dict(type='str', choices=['present', 'absent'], default='present'),
+                persistent=dict(type='bool'),
+                immediate=dict(type='bool', default=True),
+                owner=dict(type='str'),
+                group=dict(type='str'),
+                mode=dict(type='str'),
+            )),
+            channels_modprobe_path=dict(type='path', default=MODPROBE_PATH),
         ),
         supports_check_mode=True,
     )
@@ -342,6 +407,11 @@ def main():
         result['compute_apps'] = compute_apps(runner, smi)
     if module.params['slurm_state']:
         result['slurm_state'] = slurm_state(module, runner)
+    if module.params['channels']:
+        result['channels'] = predict_channels(
+            module, module.params['channels'], modprobe_path=module.params['channels_modprobe_path'],
+            modprobe_dir=MODPROBE_DIR, proc_devices=PROC_DEVICES, params_path=PARAMS_PATH, device_dir=DEVICE_DIR,
+            boot_dir=BOOT_DIR)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
     module.exit_json(**result)

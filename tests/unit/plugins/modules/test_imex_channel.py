@@ -5,11 +5,12 @@ import functools
 import os
 import shutil
 import stat
+import types
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rackscale.imex.plugins.module_utils._channel import DROPIN_CONTENT
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import DROPIN_CONTENT, predict_channels
 from ansible_collections.rackscale.imex.plugins.modules import imex_channel
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "files")
@@ -359,3 +360,37 @@ def test_absent_tenant_channel_needs_no_proc_files(run, host):
     run(args_for(host, channel=7))
     result = run(args_for(host, channel=7, state="absent", proc_devices=str(host / "missing")))
     assert result["changed"] is True and node(host, 7) is None
+
+
+# --- the read that predicts the module (imex_tray_info's channels) ------------------------------
+
+def predicted(host, **entry):
+    """What imex_tray_info's read says the module would do: ensure_channel run in check mode."""
+    args = args_for(host)
+    paths = dict(modprobe_path=args["modprobe_path"], modprobe_dir=args["modprobe_dir"],
+                 proc_devices=args["proc_devices"], params_path=args["params_path"], device_dir=args["device_dir"],
+                 boot_dir=str(host / "boot"))
+    module = types.SimpleNamespace(get_bin_path=lambda *args, **kwargs: None)
+    return predict_channels(module, [entry], **paths)[str(entry["channel"])]
+
+
+@pytest.mark.parametrize("entry", [
+    {"channel": 0},
+    {"channel": 0, "state": "absent"},
+    {"channel": 5, "group": "1234", "mode": "0660", "persistent": True},
+    {"channel": 5, "state": "absent", "persistent": True},
+])
+def test_the_read_predicts_exactly_what_the_module_then_does(run, host, entry):
+    args = args_for(host, boot_dir=str(host / "boot"), **entry)
+    for _ in range(2):  # a fresh tray, then the same tray once the module ran
+        before = snapshot(host)
+        expected = predicted(host, **entry)
+        assert snapshot(host) == before  # reading changed nothing
+        assert expected == {"changed": run(args)["changed"]}
+
+
+def test_the_read_names_what_the_module_would_fail_on(run, host):
+    (host / "dev" / "nvidia-caps-imex-channels" / "channel3").mkdir(parents=True)
+    expected = predicted(host, channel=3)
+    result = run(args_for(host, channel=3))
+    assert result["failed"] is True and expected == {"error": result["msg"]}

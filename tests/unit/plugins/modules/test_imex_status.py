@@ -212,6 +212,21 @@ def test_fail_unhealthy_lists_every_problem(run, config):
     assert len(result['broken_pairs']) == 35
 
 
+def test_a_node_the_output_leaves_unnamed_is_named_after_its_tray(run, config):
+    ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_580.95.09_node5_unavailable.txt'), ''))
+    addresses = ['198.18.1.%d' % (11 + index) for index in range(18)]
+    names = ['rack1-tray%02d' % (1 + index) for index in range(18)]
+    names[4] = 'not-at-this-address'
+    ok, result = run({'config': config, 'expected_nodes': addresses[:4] + ['198.18.9.9'] + addresses[5:],
+                      'expected_names': names}, ctl)
+    assert ok
+    problems = '; '.join(result['problems'])
+    assert 'node 5 (198.18.1.16, rack1-tray06) is UNAVAILABLE' in problems
+    assert result['nodes'][5]['hostname'] == 'rack1-tray06'
+    # Node 4's address is not the expected one there: the name would be a guess, so none is given.
+    assert result['nodes'][4]['hostname'] is None
+
+
 def test_unhealthy_without_fail_unhealthy_succeeds(run, config):
     ctl = FakeCtl(json=(1, USAGE, ''), text=(0, sample('N_580.95.09_pair_3_7_recovering.txt'), ''))
     ok, result = run({'config': config}, ctl)

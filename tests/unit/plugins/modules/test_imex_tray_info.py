@@ -226,3 +226,17 @@ def test_driver_version_always_and_the_imex_release_when_asked(run):
     assert [TIMEOUT, '-k', '5', '30', '/usr/bin/nvidia-imex', '--version'] in calls
     ok, result, _calls = run({'imex_version': True}, answer)   # no nvidia-imex installed
     assert ok and result['imex_version'] is None
+
+
+def test_channels_are_predicted_with_the_channel_module_s_own_code(run):
+    # This test host has no NVIDIA driver: the channel module would fail on a channel made now, and
+    # the read says so; channel0 only dropped from modprobe.d (immediate=false) needs no driver.
+    ok, result, calls = run({'channels': [{'channel': 0, 'state': 'absent', 'immediate': False, 'persistent': True,
+                                           'owner': None, 'group': None, 'mode': None},
+                                          {'channel': 5}]},
+                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok
+    assert set(result['channels']) == {'0', '5'}
+    assert result['channels']['0'] == {'changed': os.path.exists('/etc/modprobe.d/nvidia-imex.conf')}
+    assert 'nvidia-caps-imex-channels' in result['channels']['5']['error']
+    assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]  # no command beyond the one read
