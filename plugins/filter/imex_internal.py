@@ -24,8 +24,9 @@ imex_internal_restart_plan(domains, trays, nodes_results, config_results, tls_re
     {problems, restart}: the trays to restart after the writes of one wave; busy domains refused.
 imex_internal_busy_trays(trays, tray_infos, service)
     One phrase per tray of a domain with work on it (GPU processes, a Slurm job) while its daemon runs.
-imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs)
-    The verdict and report of one domain from its leader's status.
+imex_internal_domain_report(domain, model, play_hosts, statuses, earlier, allowed_broken_pairs)
+    The verdict and report of one domain from its leader's status (its earlier read where the proof
+    was skipped).
 imex_internal_channel_entries(mode, channel0, extra)
     The imex_channel options of every channel the mode wants, channel0 first.
 imex_internal_channels_to_ensure(entries, observed)
@@ -80,8 +81,13 @@ def imex_internal_busy_trays(trays, tray_infos, service):
     return busy_trays(list(trays), list(tray_infos), service)
 
 
-def imex_internal_domain_report(domain, model, play_hosts, statuses, allowed_broken_pairs=0):
-    return domain_report(domain, model, list(play_hosts), dict(statuses), allowed_broken_pairs=int(allowed_broken_pairs))
+def imex_internal_domain_report(domain, model, play_hosts, statuses, earlier=None, allowed_broken_pairs=0):
+    # A leader whose proof was skipped because its status read before any restart already proved the
+    # domain is judged on that read.
+    earlier = dict(earlier or {})
+    chosen = dict((tray, earlier[tray] if (status or {}).get("skipped") and earlier.get(tray)
+                   and not earlier[tray].get("skipped") else status) for tray, status in dict(statuses).items())
+    return domain_report(domain, model, list(play_hosts), chosen, allowed_broken_pairs=int(allowed_broken_pairs))
 
 
 def imex_internal_channel_entries(mode, channel0, extra):
