@@ -382,11 +382,11 @@ def predicted(host, **entry):
 ])
 def test_the_read_predicts_exactly_what_the_module_then_does(run, host, entry):
     args = args_for(host, boot_dir=str(host / "boot"), **entry)
-    for _ in range(2):  # a fresh tray, then the same tray once the module ran
+    for attempt in ("fresh tray", "same tray after the module ran"):
         before = snapshot(host)
         expected = predicted(host, **entry)
-        assert snapshot(host) == before  # reading changed nothing
-        assert expected == {"changed": run(args)["changed"]}
+        assert snapshot(host) == before, attempt  # reading changed nothing
+        assert expected == {"changed": run(args)["changed"]}, attempt
 
 
 def test_the_read_names_what_the_module_would_fail_on(run, host):
