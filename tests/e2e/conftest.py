@@ -6,6 +6,7 @@ simulated rack with tests/rack/simrack and always tears it down.
 from __future__ import annotations
 
 import json
+import fcntl
 import os
 import shlex
 import shutil
@@ -167,15 +168,22 @@ def _rack_available():
 requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, podman and tests/rack/simrack")
 
 
+# Only one simulated rack can be up per machine (its namespace names are fixed): a second test run,
+# from this checkout or another, waits here for the first one's bed to come down.
+BED_LOCK = "/var/tmp/simrack-bed.lock"
+
+
 @pytest.fixture(scope="module")
 def simulated_rack(request):
     """A rack per test module; size from the module's RACK_SHAPE = (racks, trays)."""
     racks, trays = getattr(request.module, "RACK_SHAPE", (1, 4))
-    state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
-    rack = SimulatedRack(racks, trays, state_dir)
-    try:
-        yield rack.up()
-    finally:
-        # The state dir holds the record `simrack down` needs: removed only once the bed is down.
-        rack.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
+    with open(BED_LOCK, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
+        rack = SimulatedRack(racks, trays, state_dir)
+        try:
+            yield rack.up()
+        finally:
+            # The state dir holds the record `simrack down` needs: removed only once the bed is down.
+            rack.down()
+            shutil.rmtree(state_dir, ignore_errors=True)
