@@ -5,8 +5,8 @@ simulated rack with tests/rack/simrack and always tears it down.
 """
 from __future__ import annotations
 
-import json
 import fcntl
+import json
 import os
 import shlex
 import shutil
