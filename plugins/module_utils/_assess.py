@@ -37,6 +37,8 @@ def node_label(index, nodes):
 # Up to this many trays a group sentence names every tray; beyond, index ranges stay readable
 # and the `nodes` list maps indices to addresses.
 _NAMED_GROUP_LIMIT = 6
+# How long imex_status waits for a healthy domain when told to wait and not told how long.
+WAIT_TIMEOUT_S = 300
 
 
 def _group_label(indices, nodes, name_all=False):
@@ -273,6 +275,13 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
         'healthy': not problems,
         'problems': problems,
     }
+
+
+def waited_message(reason, attempts, elapsed, unhealthy):
+    """What a wait that ran out says: how long it waited, then the reason (a problem list or a failure)."""
+    if unhealthy:
+        return 'not healthy after %d attempt(s) in %.0f s. %s' % (attempts, elapsed, reason)
+    return 'still failing after %d attempt(s) in %.0f s: %s' % (attempts, elapsed, reason)
 
 
 def unhealthy_message(assessment):

@@ -52,6 +52,8 @@ options:
         unreadable output) are retried instead of failing the task.
       - When the time is up and the domain is still unhealthy, the task fails if O(fail_unhealthy)
         is set and otherwise returns the last report with a warning.
+      - A long wait is shown while it lasts; every 30 seconds the run prints how long it has waited and
+        what is still broken (the action plugin waits in slices).
     type: bool
     default: false
   timeout:
@@ -88,6 +90,10 @@ options:
     default: false
 extends_documentation_fragment:
   - rackscale.imex._read_only
+attributes:
+  action:
+    description: The wait runs in slices from an action plugin on the controller, which prints progress.
+    support: full
 notes:
   - Needs C(nvidia-imex-ctl) on the target and C(IMEX_CMD_ENABLED=1) in the daemon configuration;
     node states and versions are gathered over each node's C(IMEX_CMD_PORT) (50005 by default), so a
@@ -216,6 +222,12 @@ elapsed:
   returned: always
   type: float
   sample: 10.2
+reason:
+  description:
+    - Why a wait ran out, without how long it waited (the message says both).
+  returned: when O(wait=true) and the domain is not healthy or nvidia-imex-ctl still fails at the end
+  type: str
+  sample: "IMEX domain is not healthy (domain state DEGRADED): node 3 (198.18.1.13, rack1-tray03) is UNAVAILABLE"
 raw:
   description: Output of nvidia-imex-ctl that could not be parsed.
   returned: when the output could not be parsed
@@ -345,7 +357,7 @@ def main():
             expected_nodes=dict(type='list', elements='str'),
             expected_names=dict(type='list', elements='str'),
             wait=dict(type='bool', default=False),
-            timeout=dict(type='int', default=300),
+            timeout=dict(type='int', default=_assess.WAIT_TIMEOUT_S),
             interval=dict(type='int', default=5),
             fail_unhealthy=dict(type='bool', default=False),
             query_local=dict(type='bool', default=True),
@@ -389,14 +401,16 @@ def main():
     if failure is not None:
         msg = failure.message
         if params['wait']:
-            msg = 'still failing after %d attempt(s) in %.0f s: %s' % (attempts, elapsed, msg)
+            msg = _assess.waited_message(failure.message, attempts, elapsed, unhealthy=False)
+            failure.details['reason'] = failure.message
         module.fail_json(msg=msg, attempts=attempts, elapsed=elapsed, **failure.details)
 
     result = dict(changed=False, attempts=attempts, elapsed=elapsed, **assessment)
     if not assessment['healthy']:
         message = _assess.unhealthy_message(assessment)
         if params['wait']:
-            message = 'not healthy after %d attempt(s) in %.0f s. %s' % (attempts, elapsed, message)
+            result['reason'] = message
+            message = _assess.waited_message(message, attempts, elapsed, unhealthy=True)
         if params['fail_unhealthy']:
             module.fail_json(msg=message, **result)
         if params['wait']:
