@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import ansible_runner
+import jmespath
 import pytest
 import yaml
 
@@ -24,6 +25,12 @@ SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
 PLAYBOOKS = os.path.join(REPO, "playbooks")
 # ansible-runner starts the ansible-playbook found on PATH: use the one beside this interpreter.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+
+
+# ansible-runner events, queried as its users query them (JMESPath, as in json_query).
+OK_RESULTS = jmespath.compile("[?event=='runner_on_ok'].event_data.[host, task, task_action, res]")
+# A one-element list per event, so that an event without a result is kept (as [null]).
+FAILED_RESULTS = jmespath.compile("[?event=='runner_on_failed' || event=='runner_on_unreachable'].event_data.[res]")
 
 
 class PlaybookRun:
@@ -47,8 +54,7 @@ class PlaybookRun:
 
     def ok_results(self):
         """(host, task name, module FQCN, result) of every successful task result, in event order."""
-        return [(data.get("host"), data.get("task"), data.get("task_action"), data.get("res", {}))
-                for data in (e.get("event_data", {}) for e in self.events if e.get("event") == "runner_on_ok")]
+        return [(host, task, action, res or {}) for host, task, action, res in OK_RESULTS.search(self.events)]
 
     def changed_tasks(self, host=None):
         """(host, task name) of every changed task result."""
@@ -57,12 +63,11 @@ class PlaybookRun:
 
     def failure_messages(self):
         messages = []
-        for event in self.events:
-            if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
-                res = event.get("event_data", {}).get("res", {})
-                messages.append(res.get("msg") or json.dumps(res)[:2000])
-                # A failed loop says "One or more items failed"; each item carries its own message.
-                messages.extend(item["msg"] for item in res.get("results", []) if item.get("msg"))
+        for (res,) in FAILED_RESULTS.search(self.events):
+            res = res or {}
+            messages.append(res.get("msg") or json.dumps(res)[:2000])
+            # A failed loop says "One or more items failed"; each item carries its own message.
+            messages.extend(item["msg"] for item in res.get("results", []) if item.get("msg"))
         return messages
 
     def ok_tasks(self, action):
