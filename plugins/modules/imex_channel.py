@@ -82,6 +82,7 @@ options:
   boot_dir:
     description: Directory of the boot entries of persistent channels other than 0.
     type: path
+    version_added: 0.2.0
     default: /etc/rackscale-imex/channels.d
   modprobe_dir:
     description: Directory whose C(*.conf) files are scanned for conflicting C(NVreg_CreateImexChannel0) values.

@@ -79,6 +79,7 @@ options:
       - With O(state=present), when O(owner) already holds the lock, write a new C(since)
         (C(changed=true)). Without it, holding the lock already changes nothing.
     type: bool
+    version_added: 0.2.0
     default: false
 attributes:
   check_mode:

@@ -44,6 +44,7 @@ options:
         whose address is the expected one at its index is named by it in RV(nodes) and RV(problems), so
         that an operator reads which tray is at fault.
     type: list
+    version_added: 0.2.0
     elements: str
   wait:
     description:
@@ -227,6 +228,7 @@ reason:
     - Why a wait ran out, without how long it waited (the message says both).
   returned: when O(wait=true) and the domain is not healthy or nvidia-imex-ctl still fails at the end
   type: str
+  version_added: 0.2.0
   sample: "IMEX domain is not healthy (domain state DEGRADED): node 3 (198.18.1.13, rack1-tray03) is UNAVAILABLE"
 raw:
   description: Output of nvidia-imex-ctl that could not be parsed.

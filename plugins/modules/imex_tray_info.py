@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: imex_tray_info
 short_description: Read a tray once for IMEX, its NVLink fabric registration and the state of its IMEX files and services
-version_added: 0.1.0
+version_added: 0.2.0
 author: rackscale.imex maintainers (!UNKNOWN)
 description:
   - One module run per tray gives a play everything it compares before changing anything, so a
