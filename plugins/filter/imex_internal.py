@@ -81,13 +81,22 @@ def imex_internal_busy_trays(trays, tray_infos, service):
     return busy_trays(list(trays), list(tray_infos), service)
 
 
+def _result_for(domain, loop_result):
+    """The imex_status result a loop over domains (a registered run_once task) holds for ``domain``."""
+    for result in (loop_result or {}).get("results") or []:
+        if result.get("item") == domain and not result.get("skipped"):
+            return result
+    return None
+
+
 def imex_internal_domain_report(domain, model, play_hosts, statuses, earlier=None, allowed_broken_pairs=0):
-    # A leader whose proof was skipped because its status read before any restart already proved the
-    # domain is judged on that read.
-    earlier = dict(earlier or {})
-    chosen = dict((tray, earlier[tray] if (status or {}).get("skipped") and earlier.get(tray)
-                   and not earlier[tray].get("skipped") else status) for tray, status in dict(statuses).items())
-    return domain_report(domain, model, list(play_hosts), chosen, allowed_broken_pairs=int(allowed_broken_pairs))
+    # A domain the proof did not read again, because its read before the restarts already proved it,
+    # is judged on that read.
+    play_hosts = list(play_hosts)
+    status = _result_for(domain, statuses) or _result_for(domain, earlier) or {}
+    in_run = [node["host"] for node in model["domains"][domain]["nodes"] if node["host"] in play_hosts]
+    by_leader = {in_run[0]: status} if in_run else {}
+    return domain_report(domain, model, play_hosts, by_leader, allowed_broken_pairs=int(allowed_broken_pairs))
 
 
 def imex_internal_channel_entries(mode, channel0, extra):

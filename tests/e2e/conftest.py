@@ -53,8 +53,22 @@ class PlaybookRun:
                        if e.get("event", "").startswith("runner_on_") and e.get("event_data", {}).get("role")})
 
     def ok_results(self):
-        """(host, task name, module FQCN, result) of every successful task result, in event order."""
-        return [(host, task, action, res or {}) for host, task, action, res in OK_RESULTS.search(self.events)]
+        """(host, task name, module FQCN, result) of every successful task result, in event order.
+
+        A loop contributes each of its items, as the host it ran on (the delegated host when the
+        loop was delegated, as the role's run_once reads of each domain are)."""
+        found = []
+        for host, task, action, res in OK_RESULTS.search(self.events):
+            res = res or {}
+            items = res.get("results") if isinstance(res.get("results"), list) else None
+            if items is None:
+                found.append((host, task, action, res))
+                continue
+            for item in items:
+                if isinstance(item, dict) and not item.get("skipped"):
+                    delegated = (item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+                    found.append((delegated or host, task, action, item))
+        return found
 
     def changed_tasks(self, host=None):
         """(host, task name) of every changed task result."""

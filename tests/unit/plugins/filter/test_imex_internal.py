@@ -9,21 +9,41 @@ MODEL = {"domains": {"rack1": {"name": "rack1", "addresses": ["198.18.1.11", "19
                                          {"host": "t2", "address": "198.18.1.12", "index": 1}]}},
          "host_domain": {"t1": "rack1", "t2": "rack1"}}
 HEALTHY = {"domain_state": "UP", "healthy": True, "nodes": [], "broken_pairs": [], "problems": []}
-SKIPPED = {"skipped": True, "changed": False}
 
 
-def test_a_skipped_proof_is_judged_on_the_read_before_the_restarts():
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], {"t1": SKIPPED, "t2": SKIPPED},
-                                         {"t1": HEALTHY, "t2": SKIPPED})
-    assert report["verdict"] == "healthy" and report["status"]["domain_state"] == "UP"
+def loop(*results):
+    """What a registered run_once loop over domains holds: one result per domain, its name as item."""
+    return {"changed": False, "results": [dict(result, item=domain) for domain, result in results]}
+
+
+# A loop whose every item was skipped by its condition, and a task skipped as a whole.
+EMPTY_LOOP = {"changed": False, "skipped": True, "results": []}
+SKIPPED_TASK = {"changed": False, "skipped": True}
+
+
+def test_a_domain_the_proof_did_not_read_is_judged_on_the_read_before_the_restarts():
+    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], EMPTY_LOOP, loop(("rack1", HEALTHY)))
+    assert report["verdict"] == "healthy" and report["status"]["domain_state"] == "UP" and report["leader"] == "t1"
 
 
 def test_a_proof_that_ran_wins_over_the_earlier_read():
     waited = dict(HEALTHY, domain_state="DEGRADED", healthy=False, problems=["node 1 (198.18.1.12) is UNAVAILABLE"])
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], {"t1": waited}, {"t1": HEALTHY})
+    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", waited)), loop(("rack1", HEALTHY)))
     assert report["verdict"] == "unhealthy" and report["problems"] == ["node 1 (198.18.1.12) is UNAVAILABLE"]
 
 
+def test_each_domain_takes_its_own_item_of_the_loop():
+    other = dict(HEALTHY, domain_state="DOWN", healthy=False, problems=["domain state is DOWN, not UP"])
+    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack2", other), ("rack1", HEALTHY)))
+    assert report["verdict"] == "healthy"
+
+
+def test_the_leader_is_the_first_tray_of_the_domain_left_in_the_play():
+    report = imex_internal_domain_report("rack1", MODEL, ["t2"], loop(("rack1", HEALTHY)))
+    assert report["leader"] == "t2" and report["trays_not_in_run"] == ["t1"]
+
+
 def test_without_any_read_the_verdict_is_unknown():
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], {"t1": SKIPPED}, {})
-    assert report["verdict"] == "unknown"
+    for earlier in ({}, None, SKIPPED_TASK, EMPTY_LOOP):
+        report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK, earlier)
+        assert report["verdict"] == "unknown"

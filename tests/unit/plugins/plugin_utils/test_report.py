@@ -76,5 +76,6 @@ def test_trays_left_out_of_the_run_are_listed_and_the_first_in_run_leads():
 def test_filter_passes_the_allowance_through():
     pairs = [{"from_index": 0, "to_index": 1, "state": "R"}]
     leader = status(False, "DEGRADED", broken_pairs=pairs, problems=["pair 0 -> 1: R"])
-    report = imex_internal_domain_report("rack1", MODEL, tuple(TRAYS), statuses(leader), allowed_broken_pairs="1")
+    proof = {"results": [dict(leader, item="rack1")]}
+    report = imex_internal_domain_report("rack1", MODEL, tuple(TRAYS), proof, allowed_broken_pairs="1")
     assert set(report) == REPORT_KEYS and report["verdict"] == "tolerated"
