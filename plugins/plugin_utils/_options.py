@@ -38,6 +38,7 @@ BOUNDS = {
     "imex_validate_interval_s": (1, 3600),
     "imex_ctl_timeout_s": (1, 3600),
     "imex_allowed_broken_pairs": (0, 1024 * 1024),
+    "imex_rolling_batch": (1, 1024),        # domains per wave
 }
 
 

@@ -160,6 +160,21 @@ def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, re
         assert run.ok_tasks("rackscale.imex.imex_nodes_config") == run.ok_tasks("rackscale.imex.imex_config") == []
 
 
+def test_rolling_batch_works_on_two_domains_per_wave_and_refuses_zero(first_runs, simulated_rack, reports):
+    batched = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                           cmdline_vars={"imex_rolling_batch": "2"})
+    assert batched.rc == 0, batched.stdout[-4000:]
+    assert "(item=rack1, rack2)" in batched.stdout and batched.changed_hosts() == []
+    # Both domains proven by their reads before any restart, in the one wave.
+    proofs = sorted(host for host, task in batched.ok_tasks("rackscale.imex.imex_status"))
+    assert proofs == ["rack1-tray01", "rack2-tray01"]
+    refused = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
+                           cmdline_vars={"imex_rolling_batch": "0"})
+    assert refused.rc != 0
+    assert any("imex_rolling_batch = 0 is out of range 1..1024" in message for message in refused.failure_messages())
+    assert refused.ok_tasks("rackscale.imex.imex_tray_info") == []
+
+
 def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):
     run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}, check=True)
     assert run.rc == 0, run.stdout[-4000:]
