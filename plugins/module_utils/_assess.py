@@ -68,6 +68,29 @@ def _normalise_address(address):
     return (address or '').strip().lower()
 
 
+def add_unreported(parsed, expected_nodes):
+    """Add to ``parsed`` each expected node the output does not mention at all, flagged ``unreported``.
+
+    580-series JSON leaves out nodes it could not reach, and the connections to them; that is not a
+    node list difference. A node counts as unreported when neither its index nor its address appears
+    in JSON output of a domain that is not UP (text output, and a domain that is UP, list every node
+    of the daemon's list: there a node left out is a real difference). Idempotent; returns the
+    indices added.
+    """
+    if parsed.get('source') != 'json' or parsed.get('domain_state') == _ctl.DOMAIN_UP:
+        return []
+    nodes = parsed['nodes']
+    mentioned = {index for pair in parsed['cells'] for index in pair} | set(nodes)
+    addresses = {_normalise_address(node.get('address')) for node in nodes.values()}
+    added = []
+    for index, address in enumerate(expected_nodes or []):
+        if index not in mentioned and _normalise_address(address) not in addresses:
+            nodes[index] = {'index': index, 'address': address, 'status': None, 'version': None,
+                            'hostname': None, 'local': False, 'unreported': True}
+            added.append(index)
+    return added
+
+
 def _node_list_problem(reported, expected_nodes):
     """Compare {index: address} from ctl with the expected addresses in index order."""
     expected = dict(enumerate(expected_nodes))
@@ -213,13 +236,17 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
     Returns the fixed keys of imex_status; ``healthy`` is true exactly when ``problems`` is empty,
     so an unhealthy verdict always comes with the sentences that explain it.
     """
+    if expected_nodes is not None:
+        add_unreported(parsed, expected_nodes)
     nodes = parsed['nodes']
     cells = parsed['cells']
-    indices = sorted(set(nodes) | {index for pair in cells for index in pair})
+    unreported = sorted(index for index, node in nodes.items() if node.get('unreported'))
+    # Pairs and daemon states are judged among the nodes the output reports; the others get one sentence.
+    indices = sorted((set(nodes) | {index for pair in cells for index in pair}) - set(unreported))
     domain_state = parsed['domain_state']
 
     node_list = []
-    for index in indices:
+    for index in sorted(indices + unreported):
         node = nodes.get(index) or {}
         node_list.append({
             'index': index,
@@ -227,6 +254,7 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
             'status': node.get('status') or None,
             'version': node.get('version'),
             'hostname': node.get('hostname'),
+            'reported': index not in unreported,
         })
 
     broken = {}
@@ -253,6 +281,9 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
                         % (local_state, _ctl.DAEMON_STATE_MEANINGS.get(local_state, 'unknown daemon state')))
     if not indices:
         problems.append('nvidia-imex-ctl lists no nodes')
+    if unreported:
+        problems.append('%s %s not reported by nvidia-imex-ctl (unreachable?)'
+                        % (_group_label(unreported, nodes, name_all=True), 'are' if len(unreported) > 1 else 'is'))
     if expected_nodes is not None:
         mismatch = _node_list_problem({entry['index']: entry['address'] for entry in node_list},
                                       list(expected_nodes))

@@ -168,6 +168,13 @@ nodes:
       description: Host name of the node when reported (C(-H) or 580 JSON), otherwise V(null).
       type: str
       sample: rack1-tray06
+    reported:
+      description:
+        - False for a node of O(expected_nodes) that the output does not mention at all (580-series JSON leaves
+          out nodes it could not reach); its address is the expected one and its other fields are V(null).
+      type: bool
+      sample: true
+      version_added: 0.2.0
 node_count:
   description: Number of entries in RV(nodes).
   returned: success
@@ -345,6 +352,8 @@ def _observe(ctl, params):
     if params['query_local']:
         local_state, local_error = ctl.local_state()
     parsed = ctl.domain()
+    if params['expected_nodes'] is not None:
+        _assess.add_unreported(parsed, params['expected_nodes'])
     _name_nodes(parsed, params['expected_nodes'] or [], params['expected_names'] or [])
     assessment = _assess.assess(parsed, expected_nodes=params['expected_nodes'],
                                 local_state=local_state, local_error=local_error)

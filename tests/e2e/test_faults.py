@@ -126,6 +126,24 @@ def test_cut_link_names_the_pair_and_heals(bed, reports):
     assert validate(bed, reports, timeout=60).rc == 0
 
 
+def test_a_tray_nothing_reaches_is_named_not_reported_in_580_json(bed, reports):
+    # rack1-tray03 cut off from both peers, whose daemons then start afresh and never reach it: the
+    # 580-series JSON the observer reads (rack1-tray01) leaves it out, with the connections to it.
+    with fault(bed, "link-cut", "rack1-tray01", "rack1-tray03"), fault(bed, "link-cut", "rack1-tray02", "rack1-tray03"):
+        for tray in RACK1[:2]:
+            assert bed.ssh(tray, "systemctl", "restart", "nvidia-imex").returncode == 0
+        raw = json.loads(bed.ssh("rack1-tray01", "nvidia-imex-ctl", "-N", "-j").stdout)
+        assert "2" not in raw["nodes"] and raw["status"] != "UP"
+        run = validate(bed, reports)
+        assert run.rc != 0
+        text = messages(run)
+        assert "node 2 (198.18.1.13, rack1-tray03) is not reported by nvidia-imex-ctl (unreachable?)" in text, text
+        assert "node list differs" not in text
+        nodes = report(reports, "rack1")["status"]["nodes"]
+        assert [node["index"] for node in nodes if not node["reported"]] == [2]
+    converges(bed, reports)
+
+
 def test_tolerated_broken_pairs_are_reported_not_silent(bed, reports):
     with fault(bed, "link-cut", "rack1-tray02", "rack1-tray03"):
         run = validate(bed, reports, imex_allowed_broken_pairs=2)

@@ -88,6 +88,36 @@ def test_json_580_adds_host_name_and_spells_every_cell():
     ]
 
 
+def _three_nodes(third_seen_as):
+    """Nodes 0 and 1 up and connected; node 2 unreachable, seen by them as ``third_seen_as``."""
+    up = [NodeReport(index=i, host=f"10.0.0.{i}", reachable=True, status="READY", version="580.95.09",
+                     hostname=f"tray{i}", cells=["C", "C", third_seen_as]) for i in range(2)]
+    return up + [NodeReport(index=2, host="10.0.0.2", reachable=False, cells=["I", "I", "I"])]
+
+
+def test_json_580_is_tab_indented_and_leaves_out_a_node_nothing_reached():
+    report = DomainReport(nodes=_three_nodes("I"), timestamp="t", local_index=0)
+    rendered = ctlformat.render_json(report, with_hostname=True, sparse=True)
+    assert rendered.splitlines()[1] == '\t"nodes": {'
+    document = json.loads(rendered)
+    assert sorted(document["nodes"]) == ["0", "1"] and document["status"] == "DEGRADED"
+    assert all(sorted(node["connections"]) == ["0", "1"] for node in document["nodes"].values())
+
+
+@pytest.mark.parametrize("seen_as", ["R", "D"])
+def test_json_580_keeps_a_node_its_peers_were_connected_to(seen_as):
+    document = json.loads(ctlformat.render_json(DomainReport(nodes=_three_nodes(seen_as), timestamp="t", local_index=0),
+                                                with_hostname=True, sparse=True))
+    assert document["nodes"]["2"]["status"] == "UNAVAILABLE" and document["nodes"]["2"]["version"] == ""
+    assert document["nodes"]["0"]["connections"]["2"]["status"] == {"R": "RECOVERING", "D": "DISCONNECTED"}[seen_as]
+
+
+def test_json_before_580_lists_every_node():
+    document = json.loads(ctlformat.render_json(DomainReport(nodes=_three_nodes("I"), timestamp="t", local_index=0),
+                                                with_hostname=False))
+    assert sorted(document["nodes"]) == ["0", "1", "2"] and document["nodes"]["2"]["status"] == "UNAVAILABLE"
+
+
 def test_three_letter_cells_keep_a_separating_blank_in_narrow_columns():
     nodes = [NodeReport(index=i, host=f"10.0.0.{i}", reachable=True, status="READY", cells=["C", "!V!"]) for i in range(2)]
     text = ctlformat.render_text(DomainReport(nodes=nodes, timestamp="t", local_index=0), layout=ctlformat.LAYOUT_570_00)

@@ -155,7 +155,8 @@ def domain_status(options: Options) -> int:
     )
     version = testbed.imex_version()
     if options.json:
-        print(ctlformat.render_json(report, with_hostname=testbed.version_tuple(version)[:1] >= (580,)), end="")
+        release_580 = testbed.version_tuple(version)[:1] >= (580,)
+        print(ctlformat.render_json(report, with_hostname=release_580, sparse=release_580), end="")
     else:
         legacy = version.startswith("570.00") or os.environ.get(LAYOUT_ENV) == ctlformat.LAYOUT_570_00
         layout = ctlformat.LAYOUT_570_00 if legacy else ctlformat.LAYOUT_570_172

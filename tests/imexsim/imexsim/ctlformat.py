@@ -103,13 +103,25 @@ def render_text(report: DomainReport, *, layout: str = LAYOUT_570_172, hostnames
     return "".join(line.rstrip() + "\n" for line in lines)
 
 
-def render_json(report: DomainReport, *, with_hostname: bool) -> str:
-    """Key order and 1-blank indentation of the 570.172.08 sample; 580+ adds `hostName`."""
+def render_json(report: DomainReport, *, with_hostname: bool, sparse: bool = False) -> str:
+    """Key order and 1-blank indentation of the 570.172.08 sample; 580+ adds `hostName`.
+
+    ``sparse`` (580+, as those releases print it): tab-indented, and a node nothing could reach is
+    left out, as are the connections to it: a DEGRADED domain lists only some nodes and only some
+    connections per node. A node that was connected once (its peers still see R or D) and one whose
+    command service alone is down stay listed, UNAVAILABLE with an empty version.
+    """
+    unreached = {node.index for node in report.nodes if sparse and not node.reachable and all(
+        peer.cells[node.index] in (wire.INVALID, wire.NEVER_CONNECTED)
+        for peer in report.nodes if peer.reachable and node.index < len(peer.cells))}
     nodes = {}
     for node in report.nodes:
+        if node.index in unreached:
+            continue
         connections = {
             str(peer.index): {"host": peer.host, "status": wire.CELL_WORDS[cell], "changed": node.reachable}
             for peer, cell in zip(report.nodes, node.cells)
+            if peer.index not in unreached
         }
         entry = {
             "status": node.status,
@@ -121,4 +133,5 @@ def render_json(report: DomainReport, *, with_hostname: bool) -> str:
         if with_hostname:
             entry["hostName"] = node.hostname
         nodes[str(node.index)] = entry
-    return json.dumps({"nodes": nodes, "timestamp": report.timestamp, "status": report.status}, indent=1) + "\n"
+    document = {"nodes": nodes, "timestamp": report.timestamp, "status": report.status}
+    return json.dumps(document, indent="\t" if sparse else 1) + "\n"

@@ -56,7 +56,7 @@ def test_verbatim_570_172_sample_is_up_and_healthy():
     assert result['broken_pairs'] == []
     assert result['node_count'] == 18
     assert result['nodes'][10] == {'index': 10, 'address': '172.31.54.95', 'status': 'READY',
-                                   'version': '570.172', 'hostname': None}
+                                   'version': '570.172', 'hostname': None, 'reported': True}
 
 
 def test_runs_of_spaces_normalised_parse_the_same():
@@ -298,8 +298,8 @@ def test_verbatim_json_two_nodes():
     result = _assess.assess(parsed, expected_nodes=['192.168.103.159', '192.168.107.187'], local_state='READY')
     assert result['healthy'] is True
     assert result['nodes'] == [
-        {'index': 0, 'address': '192.168.103.159', 'status': 'READY', 'version': '570.172.08', 'hostname': None},
-        {'index': 1, 'address': '192.168.107.187', 'status': 'READY', 'version': '570.172.08', 'hostname': None},
+        {'index': 0, 'address': '192.168.103.159', 'status': 'READY', 'version': '570.172.08', 'hostname': None, 'reported': True},
+        {'index': 1, 'address': '192.168.107.187', 'status': 'READY', 'version': '570.172.08', 'hostname': None, 'reported': True},
     ]
 
 
@@ -331,7 +331,7 @@ def test_json_unconfigured_daemon_is_down():
     result = _assess.assess(parse('N_json_unconfigured_down.json'))
     assert result['domain_state'] == 'DOWN'
     assert result['nodes'] == [{'index': 0, 'address': '0.0.0.0', 'status': 'UNAVAILABLE', 'version': None,
-                                'hostname': None}]
+                                'hostname': None, 'reported': True}]
     assert result['broken_pairs'] == [{'from_index': 0, 'from_address': '0.0.0.0', 'to_index': 0,
                                        'to_address': '0.0.0.0', 'state': 'INVALID'}]
     assert result['problems'][0] == 'domain state is DOWN, not UP'
@@ -349,7 +349,7 @@ def test_json_sparse_unordered_tab_indented_with_hostnames():
     assert by_index[3]['hostname'] is None
     # node 5 is only named by node 7's connections: kept, with the address the connection gives
     assert by_index[5] == {'index': 5, 'address': '198.18.1.16', 'status': None, 'version': None,
-                           'hostname': None}
+                           'hostname': None, 'reported': True}
     states = {(p['from_index'], p['to_index']): p['state'] for p in result['broken_pairs']}
     assert states[(7, 5)] == 'INVALID'
     assert states[(0, 5)] == 'missing'
@@ -361,6 +361,45 @@ def test_json_sparse_unordered_tab_indented_with_hostnames():
     assert 'node 5 (198.18.1.16) has no entry of its own in the ctl output (only peer connections mention it)' \
         in problems
     assert 'node 12 (198.18.1.23) is UNAVAILABLE (%s)' % UNAVAILABLE_MEANING in problems
+
+
+RACK1 = ['198.18.1.%d' % (11 + index) for index in range(18)]
+
+
+def test_json_sparse_nodes_the_output_leaves_out_are_not_reported_not_a_node_list_difference():
+    parsed = _ctl.parse_json(sample('N_json_580.95.09_degraded_sparse_tabs.json'))
+    result = _assess.assess(parsed, expected_nodes=RACK1)
+    left_out = [1, 2, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17]
+    assert [n['index'] for n in result['nodes']] == list(range(18))
+    assert [n['index'] for n in result['nodes'] if not n['reported']] == left_out
+    assert all(n['address'] == RACK1[n['index']] and n['status'] is None for n in result['nodes'] if not n['reported'])
+    problems = result['problems']
+    assert not [p for p in problems if 'node list differs' in p]
+    assert ('nodes %s are not reported by nvidia-imex-ctl (unreachable?)'
+            % ', '.join('%d (%s)' % (index, RACK1[index]) for index in left_out)) in problems
+    # The pairs among the reported nodes are judged as before; none names a node left out.
+    assert not [p for p in result['broken_pairs'] if p['from_index'] in left_out or p['to_index'] in left_out]
+    assert result['healthy'] is False
+
+
+def test_one_unreported_node_is_named_alone_and_a_real_difference_is_still_one():
+    parsed = _ctl.parse_json(sample('N_json_580.95.09_degraded_sparse_tabs.json'))
+    expected = list(RACK1)
+    expected[3] = '198.18.1.99'   # node 3 is reported with another address: a real difference
+    problems = _assess.assess(parsed, expected_nodes=expected)['problems']
+    assert any(p.startswith('node list differs from the expected list: missing 198.18.1.99 (expected as node 3)')
+               for p in problems)
+    assert not [p for p in problems if 'node 3 (' in p and 'not reported' in p]
+
+
+def test_add_unreported_is_idempotent_and_needs_the_expected_list():
+    parsed = _ctl.parse_json(sample('N_json_580.95.09_degraded_sparse_tabs.json'))
+    assert _assess.add_unreported(parsed, RACK1[:3]) == [1, 2]
+    assert _assess.add_unreported(parsed, RACK1[:3]) == []
+    assert _assess.add_unreported(_ctl.parse_json(sample('N_json_580.95.09_degraded_sparse_tabs.json')), []) == []
+    # A domain that is UP, and text output, list every node of the daemon's list.
+    assert _assess.add_unreported(_ctl.parse_json(sample('N_json_570.172.08_up_2nodes.json')), RACK1) == []
+    assert _assess.add_unreported(_ctl.parse_text(sample('N_580.95.09_degraded_3of18.txt')), RACK1 + ['x']) == []
 
 
 def test_json_compact_18_nodes_with_hostnames():
