@@ -126,5 +126,17 @@ def test_tags_run_one_phase_with_the_checks_the_locks_and_the_read(simulated_rac
     assert "rackscale.imex.imex_channel" not in modules and "rackscale.imex.imex_status" in modules
     assert simulated_rack.ssh("rack1-tray01", "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip() \
         == "LOG_LEVEL=3"
+    validate = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_validate")
+    assert validate.rc == 0, validate.stdout[-3000:]
+    modules = {action for _, _, action, _ in validate.ok_results()}
+    assert "rackscale.imex.imex_status" in modules and "rackscale.imex.imex_report" in modules
+    assert not modules & {"rackscale.imex.imex_channel", "rackscale.imex.imex_config", "rackscale.imex.imex_nodes_config"}
+    assert validate.changed_hosts() == []
+
+    preflight = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_preflight")
+    assert preflight.rc == 0, preflight.stdout[-3000:]
+    modules = {action for _, _, action, _ in preflight.ok_results()}
+    assert "rackscale.imex.imex_tray_info" in modules and "rackscale.imex.imex_status" not in modules
+    assert "Preflight passed for rack1, rack2" in preflight.stdout and preflight.changed_hosts() == []
     # Back to the settings the other tests expect.
     assert run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": extravars["imex_report_dir"]}).rc == 0
