@@ -14,6 +14,8 @@ imex_internal_settings_problems(settings)
     One sentence per config.cfg setting imex_config would refuse on a tray.
 imex_internal_option_problems(options, model)
     One sentence per option that contradicts another or could only fail on a tray.
+imex_internal_tls_file_problems(trays, tls, ca, cert, key)
+    One sentence per tray with TLS on whose CA, certificate or key is not a file on the controller.
 imex_internal_tray_gate(model, fabric_by_tray, shared_partition)
     {problems, notes}: one sentence per tray or domain whose NVLink fabric or versions disagree
     with the model; notes for domains sharing a partition when shared_partition allows it.
@@ -34,12 +36,14 @@ imex_internal_channels_to_ensure(entries, observed)
 """
 from __future__ import annotations
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import model_or_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems, tls_file_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
 
@@ -58,6 +62,14 @@ def imex_internal_settings_problems(settings):
 
 def imex_internal_option_problems(options, model):
     return option_problems(dict(options), model)
+
+
+def imex_internal_tls_file_problems(trays, tls, ca, cert, key):
+    # One value per tray of each list, in the order of trays (its host var, or the role's value).
+    with_tls = [(tray, {"imex_tls_ca": tray_ca, "imex_tls_cert": tray_cert, "imex_tls_key": tray_key})
+                for tray, tray_tls, tray_ca, tray_cert, tray_key in zip(trays, tls, ca, cert, key)
+                if boolean(tray_tls, strict=False)]
+    return tls_file_problems(with_tls)
 
 
 def imex_internal_tray_gate(model, fabric_by_tray, shared_partition):
@@ -115,6 +127,7 @@ class FilterModule:
             "imex_internal_domain_model": imex_internal_domain_model,
             "imex_internal_settings_problems": imex_internal_settings_problems,
             "imex_internal_option_problems": imex_internal_option_problems,
+            "imex_internal_tls_file_problems": imex_internal_tls_file_problems,
             "imex_internal_tray_gate": imex_internal_tray_gate,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,
             "imex_internal_restart_plan": imex_internal_restart_plan,

@@ -158,6 +158,21 @@ def hook_problems(options, is_file):
     return problems
 
 
+TLS_FILE_OPTIONS = ("imex_tls_ca", "imex_tls_cert", "imex_tls_key")
+
+
+def tls_file_problems(trays, is_file=os.path.isfile):
+    """One sentence per tray with TLS on whose CA, certificate or key is unset or not a file on the
+    controller. ``trays``: (tray, {option: path}) of the trays with TLS on. Paths are not printed."""
+    problems = []
+    for tray, paths in trays:
+        missing = [option for option in TLS_FILE_OPTIONS if not (paths.get(option) and is_file(paths[option]))]
+        if missing:
+            problems.append("tray %s: imex_tls is true but %s %s unset or not a file on the controller"
+                            % (tray, ", ".join(missing), "is" if len(missing) == 1 else "are"))
+    return problems
+
+
 def option_problems(options, model, is_file=os.path.isfile):
     """Every problem of the role's options (already type-checked by the argument spec)."""
     problems = []

@@ -2,7 +2,10 @@
 """The role's glue filters hand explicit data to the controller-side code."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_domain_report
+from ansible_collections.rackscale.imex.plugins.filter.imex_internal import (
+    imex_internal_domain_report,
+    imex_internal_tls_file_problems,
+)
 
 MODEL = {"domains": {"rack1": {"name": "rack1", "addresses": ["198.18.1.11", "198.18.1.12"],
                                "nodes": [{"host": "t1", "address": "198.18.1.11", "index": 0},
@@ -47,3 +50,16 @@ def test_without_any_read_the_verdict_is_unknown():
     for earlier in ({}, None, SKIPPED_TASK, EMPTY_LOOP):
         report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK, earlier)
         assert report["verdict"] == "unknown"
+
+
+def test_tls_files_are_checked_per_tray_with_tls_on_only(tmp_path):
+    present = tmp_path / "ca.crt"
+    present.write_text("x")
+    problems = imex_internal_tls_file_problems(
+        ["t1", "t2", "t3"], ["true", "no", True], [str(present)] * 3, [str(present), "", ""],
+        [str(tmp_path / "missing.key"), "", str(present)])
+    assert problems == [
+        "tray t1: imex_tls is true but imex_tls_key is unset or not a file on the controller",
+        "tray t3: imex_tls is true but imex_tls_cert is unset or not a file on the controller",
+    ]
+    assert imex_internal_tls_file_problems(["t1"], [True], [str(present)], [str(present)], [str(present)]) == []
