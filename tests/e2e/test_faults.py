@@ -6,6 +6,7 @@ left it otherwise) and heals what it broke, even when it fails.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -261,3 +262,20 @@ def test_limit_to_part_of_a_domain_refuses_a_node_list_change(bed, reports, tmp_
     # Only the write, in check mode on a domain partly in the run, reports "changed"; the file is untouched.
     assert {task for _, task in run.changed_tasks()} == {"Write the domain's node list"}
     assert bed.ssh("rack1-tray01", "sha256sum", "/etc/nvidia-imex/nodes_config.cfg").stdout == before
+
+
+def test_two_controllers_each_on_whole_domains_run_side_by_side(bed, reports, tmp_path):
+    # As two AWX jobs (one per rack group) or two operators would: each run limited to one whole
+    # domain, started together, with a change that restarts its domain. The locks are per domain.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        runs = [pool.submit(run_playbook, "site.yml", bed.inventory, limit=rack,
+                            extravars={"imex_report_dir": str(tmp_path / rack), "imex_validate_timeout_s": 60,
+                                       "imex_settings": {"LOG_LEVEL": "3"}})
+                for rack in ("rack1", "rack2")]
+        first, second = (future.result() for future in runs)
+    assert first.rc == 0, first.stdout[-4000:]
+    assert second.rc == 0, second.stdout[-4000:]
+    assert set(first.changed_hosts()) == set(RACK1) and set(second.changed_hosts()) == set(RACK2)
+    assert sorted(os.listdir(tmp_path / "rack1")) == ["rack1.json", "summary.md"]
+    assert sorted(os.listdir(tmp_path / "rack2")) == ["rack2.json", "summary.md"]
+    converges(bed, reports)
