@@ -29,6 +29,10 @@ imex_internal_busy_trays(trays, tray_infos, service)
 imex_internal_domain_report(domain, model, play_hosts, statuses, earlier, allowed_broken_pairs)
     The verdict and report of one domain from its leader's status (its earlier read where the proof
     was skipped).
+imex_internal_trays_to_explain(verdicts, model, play_hosts)
+    The trays of the domains that are not ok whose daemon log says why (not READY, not reported).
+imex_internal_with_daemon_logs(verdicts, model, log_reads)
+    The verdicts with the daemon log excerpts read on those trays, in the report and its message.
 imex_internal_channel_entries(mode, channel0, extra)
     The imex_channel options of every channel the mode wants, channel0 first.
 imex_internal_channels_to_ensure(entries, observed)
@@ -44,7 +48,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import ch
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems, tls_file_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
+from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report, trays_to_explain, with_daemon_logs
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
 
 
@@ -111,6 +115,24 @@ def imex_internal_domain_report(domain, model, play_hosts, statuses, earlier=Non
     return domain_report(domain, model, play_hosts, by_leader, allowed_broken_pairs=int(allowed_broken_pairs))
 
 
+def imex_internal_trays_to_explain(verdicts, model, play_hosts):
+    play_hosts = list(play_hosts)
+    return [tray for verdict in verdicts for tray in trays_to_explain(verdict, model, play_hosts)]
+
+
+def imex_internal_with_daemon_logs(verdicts, model, log_reads):
+    # log_reads: the registered run_once loop over trays (item is the tray) of imex_daemon_log.
+    logs = {}
+    for result in (log_reads or {}).get("results") or []:
+        if result.get("skipped") or "item" not in result:
+            continue
+        if result.get("failed"):
+            logs[result["item"]] = {"error": result.get("msg") or "unknown error"}
+        else:
+            logs[result["item"]] = {key: result[key] for key in ("source", "path", "lines", "truncated") if key in result}
+    return [with_daemon_logs(verdict, model, logs) for verdict in verdicts]
+
+
 def imex_internal_channel_entries(mode, channel0, extra):
     return channel_entries(str(mode), bool(channel0), list(extra or []))
 
@@ -133,6 +155,8 @@ class FilterModule:
             "imex_internal_restart_plan": imex_internal_restart_plan,
             "imex_internal_busy_trays": imex_internal_busy_trays,
             "imex_internal_domain_report": imex_internal_domain_report,
+            "imex_internal_trays_to_explain": imex_internal_trays_to_explain,
+            "imex_internal_with_daemon_logs": imex_internal_with_daemon_logs,
             "imex_internal_channel_entries": imex_internal_channel_entries,
             "imex_internal_channels_to_ensure": imex_internal_channels_to_ensure,
         }

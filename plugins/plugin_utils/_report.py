@@ -62,3 +62,43 @@ def _only_tolerated_pairs(status, allowed_broken_pairs):
     versions = set(node.get("version") for node in nodes)
     return (0 < len(pairs) <= allowed_broken_pairs and len(versions) == 1
             and all(node.get("status") == "READY" for node in nodes))
+
+
+# Trays of one domain whose daemon log is read for a failed proof, at most (the first in node order).
+EXPLAINED_TRAYS_PER_DOMAIN = 6
+
+
+def trays_to_explain(report, model, hosts_of_play):
+    """The trays of a domain that is not ok whose own daemon log says why: nodes the status shows
+    not READY (or does not report), in node order; the leader when the status could not be read."""
+    if report.get("ok"):
+        return []
+    hosts = [node["host"] for node in model["domains"][report["domain"]]["nodes"]]
+    status = report.get("status") or {}
+    if status.get("domain_state") is None:
+        chosen = [report["leader"]] if report.get("leader") else []
+    else:
+        chosen = [hosts[node["index"]] for node in status.get("nodes") or []
+                  if (node.get("status") != "READY" or node.get("reported") is False)
+                  and isinstance(node.get("index"), int) and 0 <= node["index"] < len(hosts)]
+    return [tray for tray in chosen if tray in hosts_of_play][:EXPLAINED_TRAYS_PER_DOMAIN]
+
+
+def with_daemon_logs(report, model, logs):
+    """The report with ``daemon_logs`` ({tray: {source, path, lines} or {error}}) for those of its
+    domain's trays that ``logs`` holds, each excerpt also added to the message."""
+    hosts = [node["host"] for node in model["domains"][report["domain"]]["nodes"]]
+    found = {tray: logs[tray] for tray in hosts if tray in logs}
+    if not found:
+        return report
+    report = dict(report, daemon_logs=found)
+    parts = [report["message"]]
+    for tray, log in found.items():
+        if log.get("error"):
+            parts.append("  daemon log of %s could not be read: %s" % (tray, log["error"]))
+        elif log.get("lines"):
+            where = log.get("path") or "journal"
+            parts.append("  daemon log of %s (%s, last %d lines):\n      %s"
+                         % (tray, where, len(log["lines"]), "\n      ".join(log["lines"])))
+    report["message"] = "\n".join(parts)
+    return report

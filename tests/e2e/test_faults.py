@@ -98,6 +98,13 @@ def test_daemon_failing_to_start_fails_the_run_naming_the_tray(bed, reports):
         assert run.rc != 0
         failed = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_failed"}
         assert "rack1-tray03" in failed or "rack1-tray03" in messages(run), messages(run)
+        # Why, from the daemon's own log on that tray, in the failure and in the report.
+        text = messages(run)
+        assert "daemon log of rack1-tray03 (/var/log/nvidia-imex.log" in text, text
+        assert "NvGpu Library version does not match GPU Driver version" in text
+        logs = report(reports, "rack1")["daemon_logs"]
+        assert list(logs) == ["rack1-tray03"] and logs["rack1-tray03"]["source"] == "file"
+        assert any("NvGpu Library version does not match" in line for line in logs["rack1-tray03"]["lines"])
     converges(bed, reports)
 
 

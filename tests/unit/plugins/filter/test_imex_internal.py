@@ -5,6 +5,8 @@ from __future__ import annotations
 from ansible_collections.rackscale.imex.plugins.filter.imex_internal import (
     imex_internal_domain_report,
     imex_internal_tls_file_problems,
+    imex_internal_trays_to_explain,
+    imex_internal_with_daemon_logs,
 )
 
 MODEL = {"domains": {"rack1": {"name": "rack1", "addresses": ["198.18.1.11", "198.18.1.12"],
@@ -63,3 +65,29 @@ def test_tls_files_are_checked_per_tray_with_tls_on_only(tmp_path):
         "tray t3: imex_tls is true but imex_tls_cert is unset or not a file on the controller",
     ]
     assert imex_internal_tls_file_problems(["t1"], [True], [str(present)], [str(present)], [str(present)]) == []
+
+
+def test_a_failed_proof_names_the_trays_whose_log_explains_it_and_the_excerpts_join_the_message():
+    down = dict(HEALTHY, domain_state="DEGRADED", healthy=False, problems=["node 1 (198.18.1.12, t2) is UNAVAILABLE"],
+                nodes=[{"index": 0, "status": "READY", "reported": True},
+                       {"index": 1, "status": "UNAVAILABLE", "reported": True}])
+    verdict = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", down)))
+    assert imex_internal_trays_to_explain([verdict], MODEL, ["t1", "t2"]) == ["t2"]
+    reads = {"results": [{"item": "t2", "source": "file", "path": "/var/log/nvidia-imex.log",
+                          "lines": ["[ERROR] No matching network interface found"], "truncated": False}]}
+    explained = imex_internal_with_daemon_logs([verdict], MODEL, reads)[0]
+    assert explained["daemon_logs"] == {"t2": {"source": "file", "path": "/var/log/nvidia-imex.log",
+                                               "lines": ["[ERROR] No matching network interface found"],
+                                               "truncated": False}}
+    assert explained["message"].endswith("daemon log of t2 (/var/log/nvidia-imex.log, last 1 lines):\n"
+                                         "      [ERROR] No matching network interface found")
+    failed = imex_internal_with_daemon_logs([verdict], MODEL, {"results": [{"item": "t2", "failed": True, "msg": "no"}]})
+    assert failed[0]["daemon_logs"] == {"t2": {"error": "no"}}
+
+
+def test_a_healthy_domain_needs_no_log_and_an_unread_status_asks_its_leader():
+    healthy = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", HEALTHY)))
+    assert imex_internal_trays_to_explain([healthy], MODEL, ["t1", "t2"]) == []
+    unknown = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK)
+    assert imex_internal_trays_to_explain([unknown], MODEL, ["t1", "t2"]) == ["t1"]
+    assert imex_internal_with_daemon_logs([healthy], MODEL, EMPTY_LOOP) == [healthy]
