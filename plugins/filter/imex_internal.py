@@ -33,6 +33,8 @@ imex_internal_trays_to_explain(verdicts, model, play_hosts)
     The trays of the domains that are not ok whose daemon log says why (not READY, not reported).
 imex_internal_with_daemon_logs(verdicts, model, log_reads)
     The verdicts with the daemon log excerpts read on those trays, in the report and its message.
+imex_internal_discovery(trays, reads, tray_vars, max_nodes)
+    {problems, inventory, domains, summary}: an inventory skeleton, one group per NVLink partition.
 imex_internal_channel_entries(mode, channel0, extra)
     The imex_channel options of every channel the mode wants, channel0 first.
 imex_internal_channels_to_ensure(entries, observed)
@@ -45,6 +47,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import model_or_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
+from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems, tls_file_problems
@@ -133,6 +136,15 @@ def imex_internal_with_daemon_logs(verdicts, model, log_reads):
     return [with_daemon_logs(verdict, model, logs) for verdict in verdicts]
 
 
+def imex_internal_discovery(trays, reads, tray_vars, max_nodes):
+    # tray_vars: each tray's hostvars; only its connection variables are kept.
+    entries = []
+    for tray, read, found in zip(trays, reads, tray_vars):
+        kept = {name: found[name] for name in CONNECTION_VARS if name in found and found[name] is not None}
+        entries.append({"name": tray, "read": dict(read or {}), "vars": kept})
+    return skeleton_of(entries, int(max_nodes))
+
+
 def imex_internal_channel_entries(mode, channel0, extra):
     return channel_entries(str(mode), bool(channel0), list(extra or []))
 
@@ -157,6 +169,7 @@ class FilterModule:
             "imex_internal_domain_report": imex_internal_domain_report,
             "imex_internal_trays_to_explain": imex_internal_trays_to_explain,
             "imex_internal_with_daemon_logs": imex_internal_with_daemon_logs,
+            "imex_internal_discovery": imex_internal_discovery,
             "imex_internal_channel_entries": imex_internal_channel_entries,
             "imex_internal_channels_to_ensure": imex_internal_channels_to_ensure,
         }

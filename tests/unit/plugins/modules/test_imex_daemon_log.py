@@ -10,7 +10,8 @@ from ansible.module_utils import basic
 from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_log
 from ansible_collections.rackscale.imex.plugins.modules import imex_daemon_log
 
-TIMEOUT, JOURNALCTL = '/usr/bin/timeout', '/usr/bin/journalctl'
+TIMEOUT = '/usr/bin/timeout'
+JOURNALCTL = '/usr/bin/journalctl'
 # The real daemon's lines (vendor format) for a start that finds no interface of the node list.
 FAILED_START = (
     "[Nov 24 2026 14:02:11] [INFO] [tid 41] IMEX version 580.95.09 is running with the following configuration options\n"

@@ -1,0 +1,72 @@
+"""discover.yml on a bed of two racks: an inventory of ungrouped trays becomes one IMEX domain
+group per NVLink partition, which site.yml then converges; a tray not registered on the fabric is
+refused by name and nothing is written."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from conftest import requires_rack, run_playbook, write_inventory
+
+pytestmark = requires_rack
+RACK_SHAPE = (2, 3)
+
+
+@pytest.fixture(scope="module")
+def ungrouped(simulated_rack, tmp_path_factory):
+    """The bed's trays as an operator's flat host list: no domain groups, only how to reach each tray."""
+    with open(simulated_rack.inventory) as handle:
+        bed = yaml.safe_load(handle)
+    hosts = {}
+    for rack in bed["all"]["children"]["imex_domains"]["children"].values():
+        for name, host_vars in rack["hosts"].items():
+            hosts[name] = {key: value for key, value in host_vars.items() if key != "imex_address"}
+    return write_inventory(tmp_path_factory.mktemp("flat"), {"all": {"hosts": hosts}})
+
+
+def domains_of(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle)["all"]["children"]["imex_domains"]["children"]
+
+
+def test_discover_groups_the_trays_by_rack_and_site_converges_from_it(simulated_rack, ungrouped, tmp_path):
+    output = tmp_path / "discovered.yml"
+    predicted = run_playbook("discover.yml", ungrouped, extravars={"imex_discover_output": str(output)}, check=True)
+    assert predicted.rc == 0, predicted.stdout[-3000:]
+    assert not output.exists() and "Would write %s" % output in predicted.stdout
+
+    run = run_playbook("discover.yml", ungrouped, extravars={"imex_discover_output": str(output)})
+    assert run.rc == 0, run.stdout[-3000:]
+    assert "Wrote %s" % output in run.stdout
+    groups = domains_of(output)
+    assert len(groups) == 2 and all(name.startswith("nvl_") and name.endswith("_32766") for name in groups)
+    by_trays = {tuple(group["hosts"]): group for group in groups.values()}
+    assert set(by_trays) == {tuple(simulated_rack.trays_of(1)), tuple(simulated_rack.trays_of(2))}
+    for group in groups.values():
+        assert group["vars"] == {"imex_domain_size": 3}
+        assert all(host_vars["ansible_host"].startswith("198.18.") for host_vars in group["hosts"].values())
+
+    # Stable: a second discovery writes the same file.
+    before = output.read_text()
+    again = run_playbook("discover.yml", ungrouped, extravars={"imex_discover_output": str(output)})
+    assert again.rc == 0 and output.read_text() == before and again.changed_hosts() == []
+
+    site = run_playbook("site.yml", str(output), extravars={"imex_report_dir": str(tmp_path / "reports")})
+    assert site.rc == 0, site.stdout[-4000:]
+    assert sorted(os.listdir(tmp_path / "reports")) == sorted([name + ".json" for name in groups] + ["summary.md"])
+
+
+def test_a_tray_not_registered_on_the_fabric_is_refused_by_name_and_nothing_is_written(simulated_rack, ungrouped,
+                                                                                      tmp_path):
+    output = tmp_path / "discovered.yml"
+    simulated_rack.simrack("fault", "fabric", "rack2-tray02", "state=In Progress")
+    try:
+        run = run_playbook("discover.yml", ungrouped, extravars={"imex_discover_output": str(output)})
+    finally:
+        simulated_rack.simrack("fault", "heal", "fabric", "rack2-tray02")
+    assert run.rc != 0
+    text = "\n".join(run.failure_messages())
+    assert "tray rack2-tray02: NVLink fabric not registered (Completed/Success)" in text, text
+    assert "rack1-tray" not in text and not output.exists()
