@@ -83,7 +83,7 @@ def test_dead_daemon_is_named_and_the_next_run_starts_it(bed, reports):
     with fault(bed, "daemon-kill", "rack1-tray02", inject=["--no-restart"]):
         run = validate(bed, reports)
         assert run.rc != 0
-        assert "node 1 (198.18.1.12)" in messages(run) and "UNAVAILABLE" in messages(run)
+        assert "node 1 (198.18.1.12, rack1-tray02) is UNAVAILABLE" in messages(run), messages(run)
         assert report(reports, "rack1")["verdict"] == "unhealthy"
         assert report(reports, "rack2")["verdict"] == "healthy"
         rack2_before = start_times(bed, RACK2)
@@ -167,7 +167,7 @@ def test_blocked_command_port_shows_the_node_unavailable(bed, reports):
     with fault(bed, "cmd-port-block", "rack1-tray03"):
         run = validate(bed, reports)
         assert run.rc != 0
-        assert "node 2 (198.18.1.13)" in messages(run) and "UNAVAILABLE" in messages(run)
+        assert "node 2 (198.18.1.13, rack1-tray03) is UNAVAILABLE" in messages(run), messages(run)
     assert validate(bed, reports, timeout=60).rc == 0
 
 
