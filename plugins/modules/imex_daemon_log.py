@@ -16,7 +16,7 @@ description:
   - The daemon logs to the file named by C(LOG_FILE_NAME) in its config (C(/var/log/nvidia-imex.log)
     when the key is absent). When the value is empty, or the file cannot be read, the lines come from
     the journal of the unit (C(journalctl -u SERVICE)), where the daemon's stderr goes.
-  - Bounded on every side, whatever the log holds: at most O(lines) lines and O(max_bytes) bytes,
+  - Bounded on every side, whatever the log holds. At most O(lines) lines and O(max_bytes) bytes,
     the end of the file only, C(journalctl) stopped after O(timeout) seconds; control characters
     are escaped.
   - Read-only; changes nothing on the target.
@@ -77,7 +77,8 @@ lines:
   type: list
   elements: str
   sample:
-    - "[Nov 24 2026 14:02:11] [ERROR] [tid 41] No matching network interface found for any IP addresses in the node configuration file /etc/nvidia-imex/nodes_config.cfg."
+    - "[Nov 24 2026 14:02:11] [ERROR] [tid 41] No matching network interface found for any IP addresses
+      in the node configuration file /etc/nvidia-imex/nodes_config.cfg."
 truncated:
   description: True when older lines were left out to stay within O(lines) and O(max_bytes).
   returned: success

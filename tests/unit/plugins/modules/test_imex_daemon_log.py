@@ -70,10 +70,10 @@ def test_an_unreadable_log_file_falls_back_to_the_journal(run, tmp_path):
 def test_a_hung_or_failing_journalctl_fails_naming_it(run, tmp_path):
     config = tmp_path / 'config.cfg'
     config.write_text('LOG_FILE_NAME=\n')
-    result, _ = run({'config': str(config), 'timeout': 3}, journal=(124, '', ''))
-    assert result['_exit_code'] == 1 and 'did not finish within 3 s' in result['msg']
-    result, _ = run({'config': str(config)}, journal=(1, '', 'No journal files were found.'))
-    assert result['_exit_code'] == 1 and 'No journal files were found.' in result['msg']
+    result, calls = run({'config': str(config), 'timeout': 3}, journal=(124, '', ''))
+    assert result['_exit_code'] == 1 and 'did not finish within 3 s' in result['msg'] and len(calls) == 1
+    result, calls = run({'config': str(config)}, journal=(1, '', 'No journal files were found.'))
+    assert result['_exit_code'] == 1 and 'No journal files were found.' in result['msg'] and len(calls) == 1
 
 
 @pytest.mark.parametrize('option,value', [('lines', 0), ('lines', 201), ('max_bytes', 10), ('timeout', 0)])

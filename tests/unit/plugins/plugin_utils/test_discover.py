@@ -22,8 +22,8 @@ def tray(name, result, **tray_vars):
 
 def test_trays_are_grouped_by_partition_in_natural_order_with_their_size_and_address():
     found = skeleton_of([tray("r-tray10", read(OTHER), ansible_host="10.0.0.10"),
-                                  tray("r-tray2", read(OTHER), ansible_host="10.0.0.2", ansible_user="root"),
-                                  tray("s-tray1", read(OTHER, clique=7))], 18)
+                         tray("r-tray2", read(OTHER), ansible_host="10.0.0.2", ansible_user="root"),
+                         tray("s-tray1", read(OTHER, clique=7))], 18)
     assert found["problems"] == []
     assert found["domains"] == {"nvl_3f2c9d1a_32766": ["r-tray2", "r-tray10"], "nvl_3f2c9d1a_7": ["s-tray1"]}
     groups = found["inventory"]["all"]["children"]["imex_domains"]["children"]
