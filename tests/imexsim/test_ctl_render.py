@@ -112,6 +112,14 @@ def test_json_580_keeps_a_node_its_peers_were_connected_to(seen_as):
     assert document["nodes"]["0"]["connections"]["2"]["status"] == {"R": "RECOVERING", "D": "DISCONNECTED"}[seen_as]
 
 
+def test_json_580_lists_every_node_of_a_domain_nothing_answered_in():
+    nodes = [NodeReport(index=i, host=f"10.0.0.{i}", reachable=False, cells=["I", "I"]) for i in range(2)]
+    document = json.loads(ctlformat.render_json(DomainReport(nodes=nodes, timestamp="t", local_index=0),
+                                                with_hostname=True, sparse=True))
+    assert document["status"] == "DOWN"
+    assert {index: node["status"] for index, node in document["nodes"].items()} == {"0": "UNAVAILABLE", "1": "UNAVAILABLE"}
+
+
 def test_json_before_580_lists_every_node():
     document = json.loads(ctlformat.render_json(DomainReport(nodes=_three_nodes("I"), timestamp="t", local_index=0),
                                                 with_hostname=False))

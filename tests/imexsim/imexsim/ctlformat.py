@@ -109,11 +109,14 @@ def render_json(report: DomainReport, *, with_hostname: bool, sparse: bool = Fal
     ``sparse`` (580+, as those releases print it): tab-indented, and a node nothing could reach is
     left out, as are the connections to it: a DEGRADED domain lists only some nodes and only some
     connections per node. A node that was connected once (its peers still see R or D) and one whose
-    command service alone is down stay listed, UNAVAILABLE with an empty version.
+    command service alone is down stay listed, UNAVAILABLE with an empty version. When no node
+    answered at all (DOWN), every node is listed UNAVAILABLE, as in the unconfigured-daemon sample:
+    the sparse form is only documented for DEGRADED domains.
     """
-    unreached = {node.index for node in report.nodes if sparse and not node.reachable and all(
+    answered = [peer for peer in report.nodes if peer.reachable]
+    unreached = {node.index for node in report.nodes if sparse and answered and not node.reachable and all(
         peer.cells[node.index] in (wire.INVALID, wire.NEVER_CONNECTED)
-        for peer in report.nodes if peer.reachable and node.index < len(peer.cells))}
+        for peer in answered if node.index < len(peer.cells))}
     nodes = {}
     for node in report.nodes:
         if node.index in unreached:
