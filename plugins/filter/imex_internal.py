@@ -52,7 +52,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemo
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems, tls_file_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report, trays_to_explain, with_daemon_logs
-from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, handover_problems, restart_plan
 
 
 def imex_internal_domain_model(groups, hostvars, play_hosts, **options):
@@ -79,10 +79,11 @@ def imex_internal_tls_file_problems(trays, tls, ca, cert, key):
     return tls_file_problems(with_tls)
 
 
-def imex_internal_tray_gate(model, fabric_by_tray, shared_partition):
+def imex_internal_tray_gate(model, fabric_by_tray, shared_partition, skip_fabric=False):
     found = dict(fabric_by_tray)
     notes = [] if shared_partition else None
-    problems = fabric_problems(model, found, notes=notes) + version_problems(model, found)
+    problems = [] if boolean(skip_fabric, strict=True) else fabric_problems(model, found, notes=notes)
+    problems += version_problems(model, found)
     return {"problems": problems, "notes": notes or []}
 
 
@@ -98,6 +99,13 @@ def imex_internal_restart_plan(domains, trays, nodes_results, config_results, tl
 
 def imex_internal_busy_trays(trays, tray_infos, service):
     return busy_trays(list(trays), list(tray_infos), service)
+
+
+def imex_internal_handover_problems(model, trays, tray_infos, service, allow_busy):
+    trays = list(trays)
+    domains = {name: [node["host"] for node in domain["nodes"]] for name, domain in model["domains"].items()
+               if any(node["host"] in trays for node in domain["nodes"])}
+    return handover_problems(domains, trays, list(tray_infos), service, allow_busy=boolean(allow_busy, strict=True))
 
 
 def _result_for(domain, loop_result):
@@ -166,6 +174,7 @@ class FilterModule:
             "imex_internal_daemon_drift": imex_internal_daemon_drift,
             "imex_internal_restart_plan": imex_internal_restart_plan,
             "imex_internal_busy_trays": imex_internal_busy_trays,
+            "imex_internal_handover_problems": imex_internal_handover_problems,
             "imex_internal_domain_report": imex_internal_domain_report,
             "imex_internal_trays_to_explain": imex_internal_trays_to_explain,
             "imex_internal_with_daemon_logs": imex_internal_with_daemon_logs,

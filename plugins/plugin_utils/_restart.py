@@ -94,3 +94,35 @@ def busy_trays(trays, tray_infos, service):
         if work:
             busy.append("%s: %s" % (tray, ", ".join(work)))
     return busy
+
+
+def handover_problems(domains, trays, tray_infos, service, allow_busy=False):
+    """One sentence per domain whose host daemons the hand-over to the Kubernetes DRA driver must not
+    stop now; [] when every domain may be handed over.
+
+    Stopping the host daemons cuts the memory a domain's jobs share, as a restart does, so the same
+    guard holds: a domain with work on it while its daemon runs (busy_trays) is refused unless
+    allow_busy, and so is a running domain the run holds only part of (the trays left out would
+    keep a domain whose peers are gone). A domain whose daemons all are stopped is handed over.
+    domains maps each domain name to its trays in node order; trays and tray_infos are the trays in
+    the run and their imex_tray_info reads, in the same order.
+    """
+    infos = dict(zip(trays, [info or {} for info in tray_infos]))
+    problems = []
+    for name, domain_trays in domains.items():
+        in_play = [tray for tray in domain_trays if tray in infos]
+        left_out = [tray for tray in domain_trays if tray not in infos]
+        running = [tray for tray in in_play if (infos[tray].get("services") or {}).get(service) == "active"]
+        busy = [] if allow_busy else busy_trays(in_play, [infos[tray] for tray in in_play], service)
+        if busy:
+            reason = "while work runs on it (%s)" % "; ".join(busy)
+            advice = "Drain the trays, wait for the work to end and run again, or set imex_allow_busy_restart=true."
+        elif running and left_out:
+            reason = "on part of the domain (this run leaves out %s)" % ", ".join(left_out)
+            advice = "Run against the whole domain (drop --limit, or do not slice the job)."
+        else:
+            continue
+        problems.append("domain %s: the host nvidia-imex is not handed over to the DRA driver %s. Stopping its "
+                        "daemons makes the domain's jobs lose the memory they share. Nothing was stopped. %s"
+                        % (name, reason, advice))
+    return problems

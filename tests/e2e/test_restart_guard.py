@@ -62,6 +62,30 @@ def test_a_busy_domain_keeps_its_daemons_until_the_operator_allows_the_restart(s
     assert again.rc == 0 and stops(again) == []
 
 
+DRA_REFUSAL = ("domain rack1: the host nvidia-imex is not handed over to the DRA driver while work runs on it "
+               "(rack1-tray02: pid 4242 python3)")
+
+
+def test_a_busy_domain_is_not_handed_over_to_the_dra_driver(simulated_rack, tmp_path):
+    rack = simulated_rack
+    first = site(rack, tmp_path)
+    assert first.rc == 0, first.stdout[-3000:]
+    before = daemon_pids(rack)
+    rack.simrack("fault", "busy", "rack1-tray02", "4242", "python3")
+    try:
+        dra = {"imex_mode": "dra", "imex_channel0": False}
+        for check in (True, False):
+            refused = site(rack, tmp_path, check=check, **dra)
+            assert refused.rc != 0 and any(DRA_REFUSAL in message for message in refused.failure_messages()), \
+                refused.stdout[-3000:]
+            # Refused before the channels: the collection's channel0 drop-in stays, and no daemon stopped.
+            assert refused.changed_tasks() == []
+            assert daemon_pids(rack) == before
+        assert rack.ssh("rack1-tray02", "test", "-e", "/etc/modprobe.d/nvidia-imex.conf").returncode == 0
+    finally:
+        rack.simrack("fault", "heal", "busy", "rack1-tray02")
+
+
 HOOK = """---
 - name: Record what the hook saw
   ansible.builtin.shell: >-

@@ -74,12 +74,19 @@ def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
                        cmdline_vars={"imex_rolling": "false", "imex_skip_fabric_check": "true", "imex_tls": "false",
                                      "imex_cmd_bind_own_address": "no", "imex_backup": "False",
                                      "imex_reboot_allowed": "false", "imex_allow_mixed_families": "false",
+                                     "imex_channel0": "yes", "imex_allow_busy_restart": "no",
+                                     "imex_shared_partition": "false", "imex_require_declared_size": "false",
                                      "imex_validate_timeout_s": "120", "imex_allowed_broken_pairs": "0"})
     assert run.rc == 0, run.stdout[-3000:]
-    # imex_skip_fabric_check=true: the gate is skipped and the run says so.
+    # imex_skip_fabric_check=true: the fabric gate is skipped and the run says so; each tray is still
+    # read once, for the version checks and the restart guard.
     said = [res["msg"] for _, task, _, res in run.ok_results() if task == "Say that the fabric gate is skipped"]
     assert said == ["imex_skip_fabric_check is true: the NVLink fabric identity of the trays is NOT checked."]
-    assert run.ok_tasks("rackscale.imex.imex_tray_info") == []
+    read = sorted(host for host, _ in run.ok_tasks("rackscale.imex.imex_tray_info"))
+    assert read == sorted(simulated_rack.trays_of(1) + simulated_rack.trays_of(2))
+    # imex_cmd_bind_own_address=no: the command service listens on every address.
+    config = simulated_rack.ssh("rack1-tray01", "cat", "/etc/nvidia-imex/config.cfg").stdout
+    assert "IMEX_CMD_BIND_INTERFACE_IP=\n" in config or "IMEX_CMD_BIND_INTERFACE_IP=" not in config, config
     # imex_rolling=false: one wave holds both racks.
     assert "(item=rack1, rack2)" in run.stdout, run.stdout[-3000:]
     # imex_backup=False: the writes kept no copy.

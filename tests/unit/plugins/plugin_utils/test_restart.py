@@ -2,7 +2,7 @@
 """Restart plan: every tray of a changed domain restarts together; differing node lists never do."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, restart_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, handover_problems, restart_plan
 
 SAME = "9f2c" * 10
 
@@ -123,3 +123,24 @@ def test_allow_busy_restarts_anyway_and_a_stopped_domain_is_never_busy():
 def test_an_idle_domain_restarts():
     plan = guarded({"t1": read(), "t2": read(slurm="IDLE"), "t3": read(slurm="DOWN+DRAIN")})
     assert plan == {"problems": [], "restart": {"t1": ["t1"], "t2": ["t1"], "t3": ["t1"]}}
+
+
+def test_the_dra_hand_over_of_a_busy_domain_is_refused_naming_the_work():
+    reads = [read(), read(apps=[(4242, "python3")]), read()]
+    assert handover_problems({"rack1": ["t1", "t2", "t3"]}, ["t1", "t2", "t3"], reads, "nvidia-imex") == [
+        "domain rack1: the host nvidia-imex is not handed over to the DRA driver while work runs on it (t2: pid 4242 "
+        "python3). Stopping its daemons makes the domain's jobs lose the memory they share. Nothing was stopped. "
+        "Drain the trays, wait for the work to end and run again, or set imex_allow_busy_restart=true."]
+    assert handover_problems({"rack1": ["t1", "t2", "t3"]}, ["t1", "t2", "t3"], reads, "nvidia-imex",
+                             allow_busy=True) == []
+
+
+def test_the_dra_hand_over_of_part_of_a_running_domain_is_refused_and_a_stopped_one_is_handed_over():
+    domains = {"rack1": ["t1", "t2", "t3"], "rack2": ["u1"]}
+    partial = handover_problems(domains, ["t1", "t2", "u1"], [read(), read(), read()], "nvidia-imex", allow_busy=True)
+    assert partial == [
+        "domain rack1: the host nvidia-imex is not handed over to the DRA driver on part of the domain (this run "
+        "leaves out t3). Stopping its daemons makes the domain's jobs lose the memory they share. Nothing was "
+        "stopped. Run against the whole domain (drop --limit, or do not slice the job)."]
+    stopped = [read(active=False, apps=[(1, "a.out")]), read(active=False)]
+    assert handover_problems(domains, ["t1", "t2"], stopped, "nvidia-imex") == []
