@@ -135,6 +135,12 @@ CASES = {
         inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 5, "owner": "a;b"}, {"channel": 5}]},
         ["imex_channels[0] (channel 5): owner 'a;b' is not a user or group name",
          "imex_channels[1] (channel 5) repeats imex_channels[0]"]),
+    "a second domain's own settings": (
+        inventory(rack1=rack("a", 2), rack2=dict(rack("b", 2, third_octet=201), vars={"imex_settings": {"DAEMONIZE": 0}})),
+        {}, ["domain rack2:", "imex_settings.DAEMONIZE = 0: the nvidia-imex unit is Type=forking"]),
+    "a second domain's own channels": (
+        inventory(rack1=rack("a", 2), rack2=dict(rack("b", 2, third_octet=201), vars={"imex_channels": [{"channel": 0}]})),
+        {}, ["domain rack2:", "imex_channels[0] (channel 0): channel must be a whole number from 1 to 1048575"]),
     "wait out of range": (
         inventory(rack1=rack("a", 2)), {"imex_ctl_timeout_s": 0}, ["imex_ctl_timeout_s = 0 is out of range 1..3600"]),
     "TLS without its files": (
