@@ -32,7 +32,8 @@ CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
     playbook = tmp_path / "channels.yml"
     playbook.write_text(CHANNELS_ONLY)
-    run = run_playbook(str(playbook), simulated_rack.inventory, cmdline_vars={"want_channel0": "yes"},
+    run = run_playbook(str(playbook), simulated_rack.inventory,
+                       cmdline_vars={"want_channel0": "yes", "imex_channels_reboot_allowed": "no"},
                        extravars={"extra_channels": [{"channel": 7, "mode": "0600"}, {"channel": 9, "group": "daemon",
                                                                                       "mode": "0660"}]})
     assert run.rc == 0, run.stdout[-3000:]
@@ -100,7 +101,9 @@ def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
 def test_the_validate_entry_point_alone_proves_the_converged_rack(simulated_rack, tmp_path):
     reports = str(tmp_path / "reports")
     run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                       cmdline_vars={"imex_skip_fabric_check": "false", "imex_validate_timeout_s": "60"})
+                       cmdline_vars={"imex_skip_fabric_check": "false", "imex_validate_timeout_s": "60",
+                                     "imex_allow_mixed_families": "no", "imex_shared_partition": "False",
+                                     "imex_require_declared_size": "false"})
     assert run.rc == 0, run.stdout[-3000:]
     assert run.roles_run() == ["imex"]
     modules = {action for _, _, action, _ in run.ok_results()}
