@@ -161,14 +161,21 @@ def hook_problems(options, is_file):
 TLS_FILE_OPTIONS = ("imex_tls_ca", "imex_tls_cert", "imex_tls_key")
 
 
+def is_pem(value):
+    """The TLS options take PEM text (from a vault or an AWX credential) as well as controller paths."""
+    return isinstance(value, str) and value.lstrip().startswith("-----BEGIN ")
+
+
 def tls_file_problems(trays, is_file=os.path.isfile):
-    """One sentence per tray with TLS on whose CA, certificate or key is unset or not a file on the
-    controller. ``trays``: (tray, {option: path}) of the trays with TLS on. Paths are not printed."""
+    """One sentence per tray with TLS on whose CA, certificate or key is unset, or neither PEM text
+    nor a file on the controller. ``trays``: (tray, {option: path or PEM}) of the trays with TLS on.
+    Values are not printed."""
     problems = []
-    for tray, paths in trays:
-        missing = [option for option in TLS_FILE_OPTIONS if not (paths.get(option) and is_file(paths[option]))]
+    for tray, values in trays:
+        missing = [option for option in TLS_FILE_OPTIONS
+                   if not (values.get(option) and (is_pem(values[option]) or is_file(values[option])))]
         if missing:
-            problems.append("tray %s: imex_tls is true but %s %s unset or not a file on the controller"
+            problems.append("tray %s: imex_tls is true but %s %s unset or not a file on the controller (nor PEM text)"
                             % (tray, ", ".join(missing), "is" if len(missing) == 1 else "are"))
     return problems
 

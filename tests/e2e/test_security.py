@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -86,10 +87,11 @@ def address_of(rack, tray):
 
 
 def tls_inventory(rack, path, ca, certs):
-    """A copy of the bed inventory with imex_tls on: CA as a group var, certificate and key per tray."""
+    """A copy of the bed inventory with imex_tls on: the CA as a group var holding its PEM text (as an
+    AWX credential or a vault gives it), certificate and key per tray as controller paths."""
     inventory = copy.deepcopy(load_inventory(rack))
     group = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]
-    group["vars"] = {"imex_tls": True, "imex_tls_ca": str(ca[1])}
+    group["vars"] = {"imex_tls": True, "imex_tls_ca": Path(ca[1]).read_text()}
     for tray, (key, cert) in certs.items():
         group["hosts"][tray].update(imex_tls_cert=str(cert), imex_tls_key=str(key))
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))

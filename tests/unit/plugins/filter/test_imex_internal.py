@@ -61,10 +61,14 @@ def test_tls_files_are_checked_per_tray_with_tls_on_only(tmp_path):
         ["t1", "t2", "t3"], ["true", "no", True], [str(present)] * 3, [str(present), "", ""],
         [str(tmp_path / "missing.key"), "", str(present)])
     assert problems == [
-        "tray t1: imex_tls is true but imex_tls_key is unset or not a file on the controller",
-        "tray t3: imex_tls is true but imex_tls_cert is unset or not a file on the controller",
+        "tray t1: imex_tls is true but imex_tls_key is unset or not a file on the controller (nor PEM text)",
+        "tray t3: imex_tls is true but imex_tls_cert is unset or not a file on the controller (nor PEM text)",
     ]
     assert imex_internal_tls_file_problems(["t1"], [True], [str(present)], [str(present)], [str(present)]) == []
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    assert imex_internal_tls_file_problems(["t1"], [True], [pem], [pem], [str(present)]) == []
+    assert imex_internal_tls_file_problems(["t1"], [True], ["BEGIN nothing"], [pem], [pem]) == [
+        "tray t1: imex_tls is true but imex_tls_ca is unset or not a file on the controller (nor PEM text)"]
 
 
 def test_a_failed_proof_names_the_trays_whose_log_explains_it_and_the_excerpts_join_the_message():
