@@ -1,14 +1,16 @@
 """discover.yml on a bed of two racks: an inventory of ungrouped trays becomes one IMEX domain
 group per NVLink partition, which site.yml then converges; a tray not registered on the fabric is
-refused by name and nothing is written."""
+refused by name and nothing is written; and the README's quick start, as written, from the built
+tarball in an operator's own directory."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 import yaml
 
-from conftest import requires_rack, run_playbook, write_inventory
+from conftest import REPO, requires_rack, run_playbook, write_inventory
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -70,3 +72,38 @@ def test_a_tray_not_registered_on_the_fabric_is_refused_by_name_and_nothing_is_w
     text = "\n".join(run.failure_messages())
     assert "tray rack2-tray02: NVLink fabric not registered (Completed/Success)" in text, text
     assert "rack1-tray" not in text and not output.exists()
+
+
+def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack, ungrouped, tmp_path):
+    """The README's quick start, step by step, from the built tarball in a directory of the operator's
+    own (neither this checkout nor its ansible.cfg): discover, check mode, site, validate, and the
+    reports where the README says they are (imex-reports under the working directory)."""
+    dist, collections = tmp_path / "dist", tmp_path / "collections"
+    environment = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    (tmp_path / "ansible.cfg").write_text(
+        "[defaults]\nforks = 50\ncollections_path = %s\n\n[ssh_connection]\npipelining = true\n" % collections)
+
+    def run(*args):
+        result = subprocess.run(list(args), cwd=tmp_path, env=environment, capture_output=True, text=True,
+                                timeout=900, check=False)
+        assert result.returncode == 0, "%s:\n%s%s" % (" ".join(args), result.stdout[-3000:], result.stderr[-2000:])
+        return result.stdout
+
+    run("ansible-galaxy", "collection", "build", "--output-path", str(dist), REPO)
+    tarball = next(dist.glob("rackscale-imex-*.tar.gz"))
+    run("ansible-galaxy", "collection", "install", "-p", str(collections), str(tarball))
+
+    run("ansible-playbook", "-i", ungrouped, "rackscale.imex.discover", "-e", "imex_discover_output=inventory.yml")
+    domains = domains_of(tmp_path / "inventory.yml")
+    assert len(domains) == 2
+    predicted = run("ansible-playbook", "-i", "inventory.yml", "rackscale.imex.site", "--check", "--diff")
+    assert "failed=0" in predicted
+    converged = run("ansible-playbook", "-i", "inventory.yml", "rackscale.imex.site")
+    reports = tmp_path / "imex-reports"
+    assert str(reports) in converged, converged[-3000:]
+    validated = run("ansible-playbook", "-i", "inventory.yml", "rackscale.imex.validate")
+    assert "changed=0" in validated and str(reports) in validated
+    assert sorted(os.listdir(reports)) == sorted([name + ".json" for name in domains] + ["summary.md"])
+    for name in domains:
+        with open(reports / (name + ".json")) as handle:
+            assert yaml.safe_load(handle)["verdict"] == "healthy"
