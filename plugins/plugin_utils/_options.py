@@ -27,6 +27,8 @@ OWN_CHANNEL_MODES = ("static", "dra_host_managed")
 _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
                    "IMEX_CLIENT_KEY", "IMEX_CLIENT_CERT", "IMEX_CLIENT_CERT_AUTH")
 _AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
+# Tray paths the collection writes into config.cfg (or writes to).
+PATH_OPTIONS = ("imex_config_path", "imex_nodes_config_path", "imex_unix_socket", "imex_tls_dir")
 # Task files of the operator's, run on the trays of a domain before and after its restart.
 HOOK_OPTIONS = ("imex_pre_restart_tasks", "imex_post_restart_tasks")
 # Whole-number options and the range each must fall in (seconds unless said).
@@ -186,6 +188,10 @@ def option_problems(options, model, is_file=os.path.isfile):
     for option, (low, high) in BOUNDS.items():
         if option in options and not low <= int(options[option]) <= high:
             problems.append("%s = %s is out of range %d..%d" % (option, options[option], low, high))
+    for option in PATH_OPTIONS:
+        problem = _control_problem(option, options.get(option))
+        if problem:
+            problems.append(problem)
     override = options.get("imex_tls_target_override") or ""
     if override and not _TARGET_NAME.match(override):
         problems.append("imex_tls_target_override = %s is not a host name or address (letters, digits, '.', "

@@ -123,6 +123,20 @@ def test_refresh_fails_when_the_lock_was_taken_over(run, path, clock):
     assert result["msg"].startswith("rack tray is locked by %s" % OTHER)
 
 
+def test_refresh_of_a_vanished_lock_takes_it_again_and_says_so(run, path, clock):
+    run(dict(path=str(path), owner=ME))
+    path.unlink()  # a reboot of the tray cleared /run
+    result = run(dict(path=str(path), owner=ME, refresh=True))
+    assert result["_exit_code"] == 0 and result["changed"] is True and result["holder"] is None
+    assert json.loads(path.read_text())["owner"] == ME
+    assert result["_warnings"] == [
+        "%s: this run's lock had vanished (a reboot clears /run, or it was removed by hand); taken again; another "
+        "run may have worked on this domain meanwhile" % path]
+    # Taking a free lock without refresh says nothing.
+    path.unlink()
+    assert run(dict(path=str(path), owner=ME))["_warnings"] == []
+
+
 def test_a_lock_from_the_future_is_refused_naming_it(run, path, clock):
     hold(path, owner=OTHER, since=T0 + 86400)
     result = run(dict(path=str(path), owner=ME, stale_after=3600))

@@ -59,6 +59,8 @@ def test_control_characters_are_refused_in_every_value_written_to_a_tray():
     assert problems == [
         "imex_settings.IMEX_GSS_SERVICE_NAME: value 'imex\\x1b[0m' contains a control character or line separator",
         "imex_settings.LOG_FILE_NAME: value '/var/log/imex\\u2028.log' contains a control character or line separator"]
+    assert option_problems({"imex_unix_socket": "/etc/nvidia-imex/ctl\n.sock", "imex_tls_dir": "/etc/tls"}, IPV4) == [
+        "imex_unix_socket: value '/etc/nvidia-imex/ctl\\n.sock' contains a control character or line separator"]
     assert option_problems({"imex_tls_target_override": "tray\x7f"}, IPV4) == [
         "imex_tls_target_override = 'tray\\x7f' is not a host name or address (letters, digits, '.', '-', ':', '_')"]
 
