@@ -13,15 +13,23 @@ RACK_SHAPE = (1, 3)
 WRITES = ("rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config", "rackscale.imex.imex_channel")
 
 
-def site(rack, tmp_path):
+# A setting the refused runs ask for: without the refusal it would be written on every tray.
+CHANGE = {"imex_settings": {"LOG_LEVEL": 3}}
+
+
+def site(rack, tmp_path, **extravars):
     return run_playbook("site.yml", rack.inventory,
-                        extravars={"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120})
+                        extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
+                                       **extravars))
 
 
-def assert_refused_before_any_write(run, fragment):
+def assert_refused_before_any_write(rack, run, fragment):
     assert run.rc != 0
     assert any(fragment in message for message in run.failure_messages()), run.failure_messages()
     assert [action for _, _, action, _ in run.ok_results() if action in WRITES] == []
+    assert run.changed_hosts() == []
+    for tray in rack.trays_of(1):
+        assert "LOG_LEVEL=3" not in rack.ssh(tray, "cat", "/etc/nvidia-imex/config.cfg").stdout, tray
 
 
 def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any_write(simulated_rack, tmp_path):
@@ -30,13 +38,13 @@ def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any
     rack.simrack("fault", "driver-version", "rack1-tray03", "580.105.08")
     try:
         assert_refused_before_any_write(
-            site(rack, tmp_path),
+            rack, site(rack, tmp_path, **CHANGE),
             "tray rack1-tray03 (domain rack1): nvidia-imex 580.95.09 does not match the driver 580.105.08")
         # The package follows the driver on that tray: now the domain runs two releases.
         rack.simrack("fault", "version", "rack1-tray03", "580.105.08")
         try:
             assert_refused_before_any_write(
-                site(rack, tmp_path),
+                rack, site(rack, tmp_path, **CHANGE),
                 "domain rack1 runs different driver releases: 580.105.08 on rack1-tray03; "
                 "580.95.09 on rack1-tray01, rack1-tray02; the daemons would answer !V!")
         finally:
