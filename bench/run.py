@@ -207,8 +207,8 @@ def main():
     count_file = os.path.join(OUT, "counts.json")
     samples = {name: [] for name in ("floor", "site_first", "site_nochange", "validate", "naive_nochange",
                                      "floor_2racks", "site_nochange_2racks", "floor_4racks", "site_nochange_4racks",
-                                     "site_nochange_4racks_batch2", "one_controller_2domains",
-                                     "parallel_2controllers")}
+                                     "site_nochange_4racks_batch2", "site_nochange_4racks_batch4",
+                                     "one_controller_2domains", "parallel_2controllers")}
     bed = Bed(2, args.trays)
     try:
         for rep in range(args.reps):
@@ -244,9 +244,11 @@ def main():
 # Racks each scenario works on, and the floor it is divided by (the 2-domain runs on the 4-rack bed are
 # divided by the 4-rack floor: the same background; their own point is the comparison with each other).
 RACKS_OF = {"floor_2racks": 2, "site_nochange_2racks": 2, "floor_4racks": 4, "site_nochange_4racks": 4,
-            "site_nochange_4racks_batch2": 4, "one_controller_2domains": 2, "parallel_2controllers": 2}
+            "site_nochange_4racks_batch2": 4, "site_nochange_4racks_batch4": 4, "one_controller_2domains": 2,
+            "parallel_2controllers": 2}
 FLOOR_OF = {"floor_2racks": 2, "site_nochange_2racks": 2, "floor_4racks": 4, "site_nochange_4racks": 4,
-            "site_nochange_4racks_batch2": 4, "one_controller_2domains": 4, "parallel_2controllers": 4}
+            "site_nochange_4racks_batch2": 4, "site_nochange_4racks_batch4": 4, "one_controller_2domains": 4,
+            "parallel_2controllers": 4}
 
 
 def four_racks(reps, trays, samples, count_file):
@@ -265,6 +267,8 @@ def four_racks(reps, trays, samples, count_file):
             samples["site_nochange_4racks"].append(timed(playbook("playbooks/site.yml", bed.inventory), count_file))
             samples["site_nochange_4racks_batch2"].append(timed(
                 playbook("playbooks/site.yml", bed.inventory, "-e", "imex_rolling_batch=2"), count_file))
+            samples["site_nochange_4racks_batch4"].append(timed(
+                playbook("playbooks/site.yml", bed.inventory, "-e", "imex_rolling_batch=4"), count_file))
             samples["one_controller_2domains"].append(timed(playbook("playbooks/site.yml", both), count_file))
             samples["parallel_2controllers"].append(timed_together(
                 [playbook("playbooks/site.yml", first), playbook("playbooks/site.yml", second)],
@@ -290,10 +294,11 @@ def render_table(results):
               "floor; first converge <= 5x floor; four racks <= 4.2x one rack; controller CPU <= 1.0 s/tray; two "
               "controllers: wall <= one controller running both domains, CPU together <= 1.1x its CPU.",
               "Naive no-change / site no-change: %.2fx. Two racks / one rack (no-change): %.2fx. Four racks / one rack: "
-              "%.2fx (batch 2: %.2fx)." % (ratio("naive_nochange", "site_nochange"),
-                                           ratio("site_nochange_2racks", "site_nochange"),
-                                           ratio("site_nochange_4racks", "site_nochange"),
-                                           ratio("site_nochange_4racks_batch2", "site_nochange")),
+              "%.2fx (batch 2: %.2fx, batch 4: %.2fx)." % (ratio("naive_nochange", "site_nochange"),
+                                                            ratio("site_nochange_2racks", "site_nochange"),
+                                                            ratio("site_nochange_4racks", "site_nochange"),
+                                                            ratio("site_nochange_4racks_batch2", "site_nochange"),
+                                                            ratio("site_nochange_4racks_batch4", "site_nochange")),
               "Two controllers at once / one controller running both domains: wall %.2fx, CPU %.2fx." % (
                   ratio("parallel_2controllers", "one_controller_2domains"),
                   ratio("parallel_2controllers", "one_controller_2domains", "controller_cpu_s")),
