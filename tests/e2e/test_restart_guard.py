@@ -127,6 +127,21 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
     unchanged = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
     assert unchanged.rc == 0 and stops(unchanged) == []
     assert [hook_record(rack, tray, which) for tray in trays for which in ("pre", "post")] == [None] * 6
+
+    # Under --check the pre-restart tasks run (in check mode; these opt out of it to leave a trace),
+    # the post-restart tasks do not: nothing restarted, nothing was proven.
+    eager = {}
+    for which in ("pre", "post"):
+        eager[which] = tmp_path / ("eager-%s.yml" % which)
+        eager[which].write_text((HOOK % which).replace("  changed_when: true\n", "  changed_when: true\n  check_mode: false\n"))
+    predicted = site(rack, tmp_path, check=True, imex_settings={"LOG_LEVEL": 3},
+                     imex_pre_restart_tasks=str(eager["pre"]), imex_post_restart_tasks=str(eager["post"]))
+    assert predicted.rc == 0, predicted.stdout[-3000:]
+    assert [hook_record(rack, tray, "pre") is not None for tray in trays] == [True] * len(trays)
+    assert [hook_record(rack, tray, "post") for tray in trays] == [None] * len(trays)
+    assert daemon_pids(rack) == after
+    for tray in trays:
+        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
     site(rack, tmp_path)
 
 
