@@ -14,6 +14,8 @@ imex_internal_settings_problems(settings)
     One sentence per config.cfg setting imex_config would refuse on a tray.
 imex_internal_option_problems(options, model)
     One sentence per option that contradicts another or could only fail on a tray.
+imex_internal_domain_variance_problems(model, trays, values)
+    One sentence per domain and option whose trays hold different values of a domain-wide option.
 imex_internal_tls_file_problems(trays, tls, ca, cert, key)
     One sentence per tray with TLS on whose CA, certificate or key is not a file on the controller.
 imex_internal_tray_gate(model, fabric_by_tray, shared_partition)
@@ -50,7 +52,11 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import ch
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems, tls_file_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
+    domain_variance_problems,
+    option_problems,
+    tls_file_problems,
+)
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report, trays_to_explain, with_daemon_logs
 from ansible_collections.rackscale.imex.plugins.plugin_utils._restart import busy_trays, handover_problems, restart_plan
 
@@ -69,6 +75,10 @@ def imex_internal_settings_problems(settings):
 
 def imex_internal_option_problems(options, model):
     return option_problems(dict(options), model)
+
+
+def imex_internal_domain_variance_problems(model, trays, values):
+    return domain_variance_problems(model, [str(tray) for tray in trays], dict(values))
 
 
 def imex_internal_tls_file_problems(trays, tls, ca, cert, key):
@@ -169,6 +179,7 @@ class FilterModule:
             "imex_internal_domain_model": imex_internal_domain_model,
             "imex_internal_settings_problems": imex_internal_settings_problems,
             "imex_internal_option_problems": imex_internal_option_problems,
+            "imex_internal_domain_variance_problems": imex_internal_domain_variance_problems,
             "imex_internal_tls_file_problems": imex_internal_tls_file_problems,
             "imex_internal_tray_gate": imex_internal_tray_gate,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,

@@ -8,8 +8,11 @@ problem is one sentence naming the option (and the tray, group or entry) and the
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
@@ -179,6 +182,46 @@ def tls_file_problems(trays, is_file=os.path.isfile):
         if missing:
             problems.append("tray %s: imex_tls is true but %s %s unset or not a file on the controller (nor PEM text)"
                             % (tray, ", ".join(missing), "is" if len(missing) == 1 else "are"))
+    return problems
+
+
+# Options that make a domain's daemon config or channels: every tray of a domain must hold one value
+# (a daemon whose peers listen elsewhere, speak TLS when it does not, or lack a channel breaks the
+# domain). Each is compared in its argument-spec type, so "50000" from -e equals 50000 from YAML.
+DOMAIN_WIDE_OPTIONS = {
+    "imex_mode": str,
+    "imex_server_port": int,
+    "imex_cmd_port": int,
+    "imex_cmd_bind_own_address": lambda value: boolean(value, strict=False),
+    "imex_tls": lambda value: boolean(value, strict=False),
+    "imex_tls_target_override": str,
+    "imex_settings": lambda value: {str(key): str(item) for key, item in dict(value or {}).items()},
+    "imex_channels": list,
+}
+
+
+def domain_variance_problems(model, trays, values):
+    """One sentence per domain and option whose trays hold different values.
+
+    ``values`` maps each option of DOMAIN_WIDE_OPTIONS to one value per tray of ``trays`` (its host
+    var, or the role's value where it has none). Option checks run once per domain on its first
+    tray; a value set on one tray alone would otherwise reach that tray unchecked and make its
+    daemon differ from its peers.
+    """
+    problems = []
+    for name in sorted(model["domains"]):
+        members = set(node["host"] for node in model["domains"][name]["nodes"])
+        for option, normalise in DOMAIN_WIDE_OPTIONS.items():
+            held = {}
+            for tray, value in zip(trays, values.get(option) or ()):
+                if tray in members:
+                    shown = json.dumps(normalise(value), sort_keys=True)
+                    held.setdefault(shown, []).append(tray)
+            if len(held) > 1:
+                problems.append("domain %s: %s differs between its trays (%s); one domain runs one daemon "
+                                "configuration: set it for the whole domain group"
+                                % (name, option, "; ".join("%s on %s" % (shown, ", ".join(held_by))
+                                                           for shown, held_by in held.items())))
     return problems
 
 

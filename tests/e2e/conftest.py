@@ -133,6 +133,23 @@ def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, l
     return PlaybookRun(runner, private_data_dir)
 
 
+# An operator's pre/post-restart task file (%s: pre or post): records on the tray the domain, its
+# trays and the daemon's PID at the time the hook ran.
+HOOK = """---
+- name: Record what the hook saw
+  ansible.builtin.shell: >-
+    echo "{{ imex_hook_domain }} {{ imex_hook_trays | join(',') }}
+    $(systemctl show -p MainPID --value nvidia-imex)" > /run/imex-hook-%s
+  changed_when: true
+"""
+
+
+def hook_record(rack, tray, which):
+    """[domain, trays, daemon pid] that HOOK recorded on the tray, None when it did not run there."""
+    result = rack.ssh(tray, "cat", "/run/imex-hook-" + which)
+    return result.stdout.split() if result.returncode == 0 else None
+
+
 def write_inventory(tmp_path, data, name="hosts.yml"):
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data, sort_keys=False))

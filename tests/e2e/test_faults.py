@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import requires_rack, run_playbook
+from conftest import HOOK, hook_record, requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -171,15 +171,28 @@ def test_blocked_command_port_shows_the_node_unavailable(bed, reports):
     assert validate(bed, reports, timeout=60).rc == 0
 
 
-def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports):
+def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports, tmp_path):
+    hooks = {}
+    for which in ("pre", "post"):
+        hooks[which] = tmp_path / ("%s.yml" % which)
+        hooks[which].write_text(HOOK % which)
+    for tray in RACK1 + RACK2:
+        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
     with fault(bed, "nodelist-edit", "rack1-tray02", inject=["--restart"], healed=False):
         run = validate(bed, reports)
         assert run.rc != 0
         assert "!M!" in messages(run) or "NODE_MAP_MISMATCH" in messages(run), messages(run)
         rack2_before = start_times(bed, RACK2)
-        run = converges(bed, reports)
+        run = site(bed, reports, imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+        assert run.rc == 0, run.stdout[-5000:]
+        assert report(reports, "rack1")["verdict"] == "healthy"
         assert set(run.changed_hosts()) == set(RACK1)     # rewritten on one tray, all of rack1 restarted
         assert start_times(bed, RACK2) == rack2_before
+    # The operator's hooks ran for the restarted domain's trays only, naming that domain.
+    for tray in RACK1:
+        assert hook_record(bed, tray, "pre")[:2] == ["rack1", ",".join(RACK1)]
+        assert hook_record(bed, tray, "post")[:2] == ["rack1", ",".join(RACK1)]
+    assert [hook_record(bed, tray, which) for tray in RACK2 for which in ("pre", "post")] == [None] * 6
 
 
 def test_other_imex_version_is_named(bed, reports):
@@ -249,6 +262,62 @@ def test_second_concurrent_run_fails_clearly(bed, reports):
         assert run.changed_hosts() == []
     finally:
         bed.ssh("rack1-tray01", "rm", "-f", "/run/rackscale-imex/run.lock")
+    converges(bed, reports)
+
+
+@pytest.mark.parametrize("tamper,expected", [
+    # A local user's file where the lock goes (the directory is root's 0700, as the module makes it).
+    ("mkdir -p -m 700 /run/rackscale-imex && touch /run/rackscale-imex/run.lock"
+     " && chown 1000:1000 /run/rackscale-imex/run.lock",
+     "/run/rackscale-imex/run.lock is owned by uid 1000, not by uid 0 that runs rackscale.imex.imex_lock; "
+     "refusing to use it as the run lock"),
+    # A lock directory every local user could write into.
+    ("mkdir -p /run/rackscale-imex && chmod 1777 /run/rackscale-imex",
+     "is owned by uid 0 with mode 1777: another user could create or replace the lock there"),
+])
+def test_a_lock_place_another_user_controls_is_refused_before_any_change(bed, reports, tamper, expected):
+    bed.ssh("rack1-tray01", "sh", "-c", tamper)
+    try:
+        before = start_times(bed, RACK1 + RACK2)
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        assert run.rc != 0
+        assert expected in messages(run), messages(run)
+        assert run.changed_hosts() == []
+        assert start_times(bed, RACK1 + RACK2) == before
+    finally:
+        bed.ssh("rack1-tray01", "sh", "-c", "rm -f /run/rackscale-imex/run.lock && chmod 700 /run/rackscale-imex")
+    converges(bed, reports)
+
+
+# Records when it ran and the tray's run lock as it was then ({which}: pre or post).
+LOCK_SEEN = """---
+- name: Record the time and this tray's run lock
+  ansible.builtin.shell: |
+    date +%s.%N > /run/imex-lockseen-{which}-time
+    cat /run/rackscale-imex/run.lock > /run/imex-lockseen-{which}-lock 2>/dev/null || true
+  changed_when: true
+"""
+
+
+def test_each_wave_refreshes_its_domains_locks(bed, reports, tmp_path):
+    """The locks of every domain are taken at the start; a later wave's domain gets a new since
+    when its wave begins, so a long run is not taken for a crashed one while it works."""
+    hooks = {}
+    for which in ("pre", "post"):
+        hooks[which] = tmp_path / ("%s.yml" % which)
+        hooks[which].write_text(LOCK_SEEN.replace("{which}", which))
+    run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"},
+               imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+    assert run.rc == 0, run.stdout[-5000:]
+    # rack1's wave came first (waves follow the domains' order) and ended with its proof.
+    rack1_done = float(bed.ssh("rack1-tray01", "cat", "/run/imex-lockseen-post-time").stdout)
+    lock = json.loads(bed.ssh("rack2-tray01", "cat", "/run/imex-lockseen-pre-lock").stdout)
+    assert lock["since"] >= rack1_done, (lock, rack1_done)
+    assert lock["owner"] == json.loads(bed.ssh("rack1-tray01", "cat", "/run/imex-lockseen-post-lock").stdout)["owner"]
+    # Released at the end of the run.
+    assert bed.ssh("rack2-tray01", "test", "-e", "/run/rackscale-imex/run.lock").returncode != 0
+    for tray in RACK1 + RACK2:
+        bed.ssh(tray, "sh", "-c", "rm -f /run/imex-lockseen-*")
     converges(bed, reports)
 
 

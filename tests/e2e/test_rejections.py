@@ -72,6 +72,12 @@ CASES = {
     "host names on a driver without support": (
         inventory(rack1={"hosts": {"t1": {"ansible_host": "198.18.200.11", "imex_address": "tray1.example"}}}),
         {"imex_driver_version": "570.148.08"}, ["tray1.example", "570.158.01", "t1"]),
+    "one tray's daemon options set apart from its domain": (
+        inventory(rack1={"hosts": {"a-tray01": {"ansible_host": "198.18.200.11"},
+                                   "a-tray02": {"ansible_host": "198.18.200.12", "imex_settings": {"LOG_LEVEL": 4},
+                                                "imex_cmd_port": "50006"}}}), {},
+        ['domain rack1: imex_settings differs between its trays ({} on a-tray01; {"LOG_LEVEL": "4"} on a-tray02)',
+         "domain rack1: imex_cmd_port differs between its trays (50005 on a-tray01; 50006 on a-tray02)"]),
     "unknown config key": (
         inventory(rack1=rack("a", 2)), {"imex_settings": {"IMEX_TURBO": "1"}}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "IMEX_TURBO"]),
     "config value out of range": (

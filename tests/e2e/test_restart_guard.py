@@ -1,12 +1,13 @@
 """A domain with work running on it is not restarted unless the operator says so (1 x 3 bed).
 
-A GPU compute process on one tray (simrack fault busy) makes a changed domain refuse its restart,
+A GPU compute process on one tray (simrack fault busy), or in slurm mode a node Slurm has allocated
+(simrack fault slurm), makes a changed domain refuse its restart,
 in check mode and for real, naming the tray and the process; nothing is written and no daemon
 stops, so the next run still sees the change. imex_allow_busy_restart=true applies it.
 """
 from __future__ import annotations
 
-from conftest import requires_rack, run_playbook
+from conftest import HOOK, hook_record, requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -62,6 +63,29 @@ def test_a_busy_domain_keeps_its_daemons_until_the_operator_allows_the_restart(s
     assert again.rc == 0 and stops(again) == []
 
 
+def test_a_slurm_allocated_tray_keeps_its_domain_from_a_restart(simulated_rack, tmp_path):
+    rack = simulated_rack
+    slurm = {"imex_mode": "slurm"}
+    first = site(rack, tmp_path, **slurm)
+    assert first.rc == 0, first.stdout[-3000:]
+    before, level = daemon_pids(rack), config_line(rack)
+    # A drained node whose job still runs is busy; a drained idle one would not be.
+    rack.simrack("fault", "slurm", "rack1-tray03", "MIXED+DRAIN")
+    try:
+        refused = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 3}, **slurm)
+        assert refused.rc != 0
+        assert any("domain rack1 is not restarted: work runs on it (rack1-tray03: Slurm node state MIXED+DRAIN)"
+                   in message for message in refused.failure_messages()), refused.stdout[-3000:]
+        assert stops(refused) == [] and daemon_pids(rack) == before and config_line(rack) == level
+    finally:
+        rack.simrack("fault", "heal", "slurm", "rack1-tray03")
+    # The same change on an idle Slurm node is applied.
+    applied = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 3}, **slurm)
+    assert applied.rc == 0, applied.stdout[-3000:]
+    assert stops(applied) == rack.trays_of(1) and config_line(rack) == "LOG_LEVEL=3"
+    assert site(rack, tmp_path).rc == 0
+
+
 DRA_REFUSAL = ("domain rack1: the host nvidia-imex is not handed over to the DRA driver while work runs on it "
                "(rack1-tray02: pid 4242 python3)")
 
@@ -85,19 +109,6 @@ def test_a_busy_domain_is_not_handed_over_to_the_dra_driver(simulated_rack, tmp_
     finally:
         rack.simrack("fault", "heal", "busy", "rack1-tray02")
 
-
-HOOK = """---
-- name: Record what the hook saw
-  ansible.builtin.shell: >-
-    echo "{{ imex_hook_domain }} {{ imex_hook_trays | join(',') }}
-    $(systemctl show -p MainPID --value nvidia-imex)" > /run/imex-hook-%s
-  changed_when: true
-"""
-
-
-def hook_record(rack, tray, which):
-    result = rack.ssh(tray, "cat", "/run/imex-hook-" + which)
-    return result.stdout.split() if result.returncode == 0 else None
 
 
 def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack, tmp_path):

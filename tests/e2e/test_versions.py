@@ -6,7 +6,9 @@ write or restart.
 """
 from __future__ import annotations
 
-from conftest import requires_rack, run_playbook
+import yaml
+
+from conftest import requires_rack, run_playbook, write_inventory
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -17,8 +19,8 @@ WRITES = ("rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config", "rac
 CHANGE = {"imex_settings": {"LOG_LEVEL": 3}}
 
 
-def site(rack, tmp_path, **extravars):
-    return run_playbook("site.yml", rack.inventory,
+def site(rack, tmp_path, inventory=None, **extravars):
+    return run_playbook("site.yml", inventory or rack.inventory,
                         extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
                                        **extravars))
 
@@ -51,4 +53,28 @@ def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any
             rack.simrack("fault", "heal", "version", "rack1-tray03")
     finally:
         rack.simrack("fault", "heal", "driver-version", "rack1-tray03")
+    assert site(rack, tmp_path).rc == 0
+
+
+def test_host_names_are_refused_on_the_driver_the_trays_really_run(simulated_rack, tmp_path):
+    """imex_driver_version is not set: the driver release read from each tray decides."""
+    rack = simulated_rack
+    with open(rack.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    for tray, host_vars in inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"].items():
+        host_vars["imex_address"] = tray
+    by_name = write_inventory(tmp_path, inventory, "by-name.yml")
+    old = "570.148.08"
+    for tray in rack.trays_of(1):
+        rack.simrack("fault", "driver-version", tray, old)
+        rack.simrack("fault", "version", tray, old)
+    try:
+        assert_refused_before_any_write(
+            rack, site(rack, tmp_path, inventory=by_name, **CHANGE),
+            "domain rack1 uses host names in its node list (rack1-tray01, rack1-tray02, rack1-tray03), which need "
+            "driver 570.158.01 or newer; its trays run 570.148.08")
+    finally:
+        for tray in rack.trays_of(1):
+            rack.simrack("fault", "heal", "version", tray)
+            rack.simrack("fault", "heal", "driver-version", tray)
     assert site(rack, tmp_path).rc == 0

@@ -55,8 +55,8 @@ def test_install_is_idempotent(rootfs):
 
 
 def test_installed_layout(rootfs):
-    for tool in ("usr/bin/nvidia-imex", "usr/bin/nvidia-imex-ctl", "usr/bin/nvidia-smi", "usr/bin/dracut",
-                 "usr/sbin/update-initramfs", "usr/sbin/simdriver"):
+    for tool in ("usr/bin/nvidia-imex", "usr/bin/nvidia-imex-ctl", "usr/bin/nvidia-smi", "usr/bin/scontrol",
+                 "usr/bin/dracut", "usr/sbin/update-initramfs", "usr/sbin/simdriver"):
         path = rootfs / tool
         assert path.read_bytes().startswith(b"#!/usr/bin/python3\n"), tool
         assert stat.S_IMODE(path.stat().st_mode) == 0o755

@@ -15,6 +15,7 @@ PROGRAMS = {
     "nvidia-imex": "daemon",
     "nvidia-imex-ctl": "ctl",
     "nvidia-smi": "smi",
+    "scontrol": "scontrol",
     "simdriver": "simdriver",
 }
 INITRAMFS_TOOLS = ("update-initramfs", "dracut")

@@ -2,7 +2,7 @@
 """Options that contradict each other, or could only fail on a tray, are named on the controller."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import option_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import domain_variance_problems, option_problems
 
 TLS_FILES = {"IMEX_SERVER_KEY": "/k", "IMEX_SERVER_CERT": "/c", "IMEX_SERVER_CERT_AUTH": "/a",
              "IMEX_CLIENT_KEY": "/k", "IMEX_CLIENT_CERT": "/c", "IMEX_CLIENT_CERT_AUTH": "/a"}
@@ -114,3 +114,33 @@ def test_restart_hooks_are_absolute_paths_of_controller_files(tmp_path):
         "(for example \"{{ inventory_dir }}/hooks/drain.yml\")",
         "imex_post_restart_tasks = '%s' is not a file on the controller" % (tmp_path / "resume.yml"),
     ]
+
+
+def two_domains():
+    domains = {"rack1": model("198.18.1.11", "198.18.1.12")["domains"]["rack1"],
+               "rack2": {"name": "rack2", "nodes": [{"host": "u0", "address": "198.18.2.11", "index": 0},
+                                                    {"host": "u1", "address": "198.18.2.12", "index": 1}]}}
+    return {"domains": domains, "host_domain": {}}
+
+
+def test_one_value_per_domain_passes_whatever_its_spelling():
+    trays = ["t0", "t1", "u0", "u1"]
+    values = {"imex_server_port": [50000, "50000", 50100, 50100], "imex_tls": ["yes", True, "false", False],
+              "imex_settings": [{"LOG_LEVEL": 2}, {"LOG_LEVEL": "2"}, {}, {}], "imex_mode": ["static"] * 4}
+    assert domain_variance_problems(two_domains(), trays, values) == []
+
+
+def test_a_tray_set_apart_from_its_domain_is_named_with_both_values():
+    trays = ["t0", "t1", "u0", "u1"]
+    values = {"imex_settings": [{}, {"LOG_LEVEL": 4}, {}, {}], "imex_cmd_port": [50005, 50005, 50005, 50006],
+              "imex_channels": [[], [], [], []]}
+    assert domain_variance_problems(two_domains(), trays, values) == [
+        'domain rack1: imex_settings differs between its trays ({} on t0; {"LOG_LEVEL": "4"} on t1); one domain '
+        "runs one daemon configuration: set it for the whole domain group",
+        "domain rack2: imex_cmd_port differs between its trays (50005 on u0; 50006 on u1); one domain runs one "
+        "daemon configuration: set it for the whole domain group"]
+
+
+def test_trays_outside_the_play_are_not_compared():
+    # Under --limit only t0 of rack1 runs: nothing to compare it with.
+    assert domain_variance_problems(two_domains(), ["t0"], {"imex_settings": [{"LOG_LEVEL": 4}]}) == []

@@ -1,0 +1,41 @@
+"""Simulated scontrol: this tray's Slurm node record, its state from slurm.json."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+from conftest import run_tool
+
+NODE = socket.gethostname().split(".")[0]
+
+
+def test_an_idle_node_without_the_knob(tmp_path):
+    result = run_tool("scontrol", ["show", "node", NODE, "--oneliner"], testbed=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.count("\n") == 1
+    assert re.search(r"(?:^| )State=IDLE ", result.stdout)
+    assert result.stdout.startswith(f"NodeName={NODE} ")
+
+
+def test_the_knob_sets_the_state_and_the_long_form_spans_lines(tmp_path):
+    (tmp_path / "slurm.json").write_text(json.dumps({"state": "MIXED+DRAIN"}))
+    result = run_tool("scontrol", ["show", "node", NODE], testbed=tmp_path)
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) > 3
+    assert lines[0].startswith(f"NodeName={NODE} ")
+    assert all(line.startswith("   ") for line in lines[1:])
+    assert re.search(r"^   State=MIXED\+DRAIN ", result.stdout, re.MULTILINE)
+
+
+def test_another_node_is_not_found(tmp_path):
+    result = run_tool("scontrol", ["show", "node", NODE + "-other", "--oneliner"], testbed=tmp_path)
+    assert (result.returncode, result.stdout) == (1, f"Node {NODE}-other not found\n")
+    assert "State=" not in result.stdout
+
+
+def test_other_commands_are_refused(tmp_path):
+    result = run_tool("scontrol", ["update", f"NodeName={NODE}", "State=DRAIN"], testbed=tmp_path)
+    assert result.returncode == 1
+    assert "only 'show node NAME" in result.stderr
