@@ -42,6 +42,16 @@ PARAMS_PATH = "/proc/driver/nvidia/params"
 DEVICE_DIR = "/dev/nvidia-caps-imex-channels"
 # One file per isolation channel to make again at boot (the boot unit of the imex_channels role).
 BOOT_DIR = "/etc/rackscale-imex/channels.d"
+# The path options of ensure_channel and where they point on a tray: imex_channel offers them as
+# options, imex_tray_info predicts with them.
+PATH_DEFAULTS = {
+    "modprobe_path": MODPROBE_PATH,
+    "modprobe_dir": MODPROBE_DIR,
+    "proc_devices": PROC_DEVICES,
+    "params_path": PARAMS_PATH,
+    "device_dir": DEVICE_DIR,
+    "boot_dir": BOOT_DIR,
+}
 # NVreg_ImexChannelCount is limited to 20 bits, like the minor number of a dev_t.
 MAX_CHANNEL = (1 << 20) - 1
 DROPIN_OPTION_LINE = "options %s %s=1" % (NVIDIA_MODULE, CREATE_CHANNEL0_PARAM)

@@ -54,30 +54,27 @@ def parse_mode(mode):
     return int(text, 8)
 
 
-def resolve_uid(owner):
-    """Return the uid for a user name or numeric id, None when not given."""
-    if owner is None or owner == "":
+def _resolve_id(value, lookup, what):
+    """The id for a name or numeric id (``lookup`` maps a name to it), None when not given."""
+    if value is None or value == "":
         return None
-    text = str(owner)
+    text = str(value)
     if text.isdigit():
         return int(text)
     try:
-        return pwd.getpwnam(text).pw_uid
+        return lookup(text)
     except KeyError:
-        raise FileOpError("owner %r does not exist on this host" % (text,)) from None
+        raise FileOpError("%s %r does not exist on this host" % (what, text)) from None
+
+
+def resolve_uid(owner):
+    """Return the uid for a user name or numeric id, None when not given."""
+    return _resolve_id(owner, lambda name: pwd.getpwnam(name).pw_uid, "owner")
 
 
 def resolve_gid(group):
     """Return the gid for a group name or numeric id, None when not given."""
-    if group is None or group == "":
-        return None
-    text = str(group)
-    if text.isdigit():
-        return int(text)
-    try:
-        return grp.getgrnam(text).gr_gid
-    except KeyError:
-        raise FileOpError("group %r does not exist on this host" % (text,)) from None
+    return _resolve_id(group, lambda name: grp.getgrnam(name).gr_gid, "group")
 
 
 def user_label(uid):

@@ -206,12 +206,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
-    BOOT_DIR,
-    DEVICE_DIR,
-    MODPROBE_DIR,
-    MODPROBE_PATH,
-    PARAMS_PATH,
-    PROC_DEVICES,
+    PATH_DEFAULTS,
     ChannelError,
     channel_options,
     ensure_channel,
@@ -229,12 +224,7 @@ def main():
             owner=dict(type="str", default="root"),
             group=dict(type="str", default="root"),
             mode=dict(type="str"),
-            modprobe_path=dict(type="path", default=MODPROBE_PATH),
-            modprobe_dir=dict(type="path", default=MODPROBE_DIR),
-            proc_devices=dict(type="path", default=PROC_DEVICES),
-            params_path=dict(type="path", default=PARAMS_PATH),
-            device_dir=dict(type="path", default=DEVICE_DIR),
-            boot_dir=dict(type="path", default=BOOT_DIR),
+            **{name: dict(type="path", default=default) for name, default in PATH_DEFAULTS.items()}
         ),
         supports_check_mode=True,
     )
@@ -251,12 +241,7 @@ def main():
             owner=params["owner"],
             group=params["group"],
             mode=mode,
-            modprobe_path=params["modprobe_path"],
-            modprobe_dir=params["modprobe_dir"],
-            proc_devices=params["proc_devices"],
-            params_path=params["params_path"],
-            device_dir=params["device_dir"],
-            boot_dir=params["boot_dir"],
+            **{name: params[name] for name in PATH_DEFAULTS}
         )
     except (ChannelError, FileOpError) as exc:
         module.fail_json(msg=str(exc))

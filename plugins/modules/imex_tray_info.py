@@ -293,12 +293,8 @@ import socket
 from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
-    BOOT_DIR,
-    DEVICE_DIR,
-    MODPROBE_DIR,
     MODPROBE_PATH,
-    PARAMS_PATH,
-    PROC_DEVICES,
+    PATH_DEFAULTS,
     predict_channels,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
@@ -408,10 +404,9 @@ def main():
     if module.params['slurm_state']:
         result['slurm_state'] = slurm_state(module, runner)
     if module.params['channels']:
-        result['channels'] = predict_channels(
-            module, module.params['channels'], modprobe_path=module.params['channels_modprobe_path'],
-            modprobe_dir=MODPROBE_DIR, proc_devices=PROC_DEVICES, params_path=PARAMS_PATH, device_dir=DEVICE_DIR,
-            boot_dir=BOOT_DIR)
+        paths = dict(PATH_DEFAULTS)
+        paths['modprobe_path'] = module.params['channels_modprobe_path']
+        result['channels'] = predict_channels(module, module.params['channels'], **paths)
     if module.params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
     module.exit_json(**result)

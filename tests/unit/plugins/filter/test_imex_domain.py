@@ -52,6 +52,13 @@ def write_inventory(tmp_path, text):
     return str(path)
 
 
+def domain_groups_vars(tmp_path, children):
+    """``groups`` and ``hostvars`` of a play on an inventory whose imex_domains has the child groups ``children`` (YAML)."""
+    text = "all:\n  children:\n    imex_domains:\n      children:\n" + textwrap.indent(textwrap.dedent(children), " " * 8)
+    groups, hostvars, _play_hosts = play_vars(write_inventory(tmp_path, text))
+    return groups, hostvars
+
+
 def filter_error(*args, **kwargs):
     with pytest.raises(AnsibleFilterError) as info:
         imex_domain_model(*args, **kwargs)
@@ -98,21 +105,16 @@ def test_example_inventory_with_driver_and_declared_sizes_required():
 # --- inventories with problems ------------------------------------------------------------------
 
 def test_rack_group_and_its_partitions_both_under_the_parent(tmp_path):
-    source = write_inventory(tmp_path, """\
-        all:
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rackb:
           children:
-            imex_domains:
-              children:
-                rackb:
-                  children:
-                    rackb_p1:
-                      hosts:
-                        b1: {ansible_host: 198.18.2.11}
-                rackb_p2:
-                  hosts:
-                    b2: {ansible_host: 198.18.2.12}
+            rackb_p1:
+              hosts:
+                b1: {ansible_host: 198.18.2.11}
+        rackb_p2:
+          hosts:
+            b2: {ansible_host: 198.18.2.12}
         """)
-    groups, hostvars, unused_hosts = play_vars(source)
 
     # rackb is the child of imex_domains; its own child rackb_p1 is not a domain.
     model = imex_domain_model(groups, hostvars)
@@ -121,23 +123,18 @@ def test_rack_group_and_its_partitions_both_under_the_parent(tmp_path):
 
 
 def test_all_problems_reach_the_filter_error(tmp_path):
-    source = write_inventory(tmp_path, """\
-        all:
-          children:
-            imex_domains:
-              children:
-                rack1:
-                  hosts:
-                    rack1-tray01: {ansible_host: 198.18.1.11}
-                    rack1-tray02: {ansible_host: 198.18.1.11}
-                    rack1-tray03: {imex_address: rack1-tray03.example.net, ansible_host: 198.18.1.13}
-                rack2:
-                  hosts:
-                    rack1-tray01:
-                rack3:
-                  hosts: {}
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          hosts:
+            rack1-tray01: {ansible_host: 198.18.1.11}
+            rack1-tray02: {ansible_host: 198.18.1.11}
+            rack1-tray03: {imex_address: rack1-tray03.example.net, ansible_host: 198.18.1.13}
+        rack2:
+          hosts:
+            rack1-tray01:
+        rack3:
+          hosts: {}
         """)
-    groups, hostvars, unused_hosts = play_vars(source)
 
     message = filter_error(groups, hostvars, driver_version="570.148.08", allow_mixed_families=True)
 
@@ -152,17 +149,12 @@ def test_all_problems_reach_the_filter_error(tmp_path):
 
 
 def test_template_error_names_tray_and_key(tmp_path):
-    source = write_inventory(tmp_path, """\
-        all:
-          children:
-            imex_domains:
-              children:
-                rack1:
-                  hosts:
-                    rack1-tray01: {ansible_host: 198.18.1.11}
-                    rack1-tray02: {imex_address: "{{ undefined_compute_net }}.12"}
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          hosts:
+            rack1-tray01: {ansible_host: 198.18.1.11}
+            rack1-tray02: {imex_address: "{{ undefined_compute_net }}.12"}
         """)
-    groups, hostvars, unused_hosts = play_vars(source)
 
     message = filter_error(groups, hostvars)
 
@@ -211,19 +203,14 @@ def test_parent_without_children(tmp_path):
 
 def test_partial_rack_from_a_slice(tmp_path):
     # What an AWX slice job receives: part of the rack, the group vars unchanged.
-    source = write_inventory(tmp_path, """\
-        all:
-          children:
-            imex_domains:
-              children:
-                rack1:
-                  vars:
-                    imex_domain_size: 18
-                  hosts:
-                    rack1-tray01: {ansible_host: 198.18.1.11}
-                    rack1-tray04: {ansible_host: 198.18.1.14}
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          vars:
+            imex_domain_size: 18
+          hosts:
+            rack1-tray01: {ansible_host: 198.18.1.11}
+            rack1-tray04: {ansible_host: 198.18.1.14}
         """)
-    groups, hostvars, unused_hosts = play_vars(source)
 
     message = filter_error(groups, hostvars)
 

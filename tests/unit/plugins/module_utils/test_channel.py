@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -23,13 +24,10 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     plan_device_absent,
     scan_modprobe_dir,
 )
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "files")
-
-
-def sample(name):
-    with open(os.path.join(SAMPLES, name)) as handle:
-        return handle.read()
+sample = functools.partial(read_sample, "files")
 
 
 # --- /proc/devices -----------------------------------------------------------------------------

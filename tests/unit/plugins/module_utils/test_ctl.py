@@ -9,23 +9,19 @@ rules of reference section 3.3/3.4 (column geometry checked against the verbatim
 """
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
 
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _assess, _ctl, _text
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
-SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'ctl')
 RACK1 = ['198.18.1.%d' % (11 + i) for i in range(18)]
 AWS_FIRST = ['172.31.48.81', '172.31.48.98', '172.31.48.221']
 UNAVAILABLE_MEANING = 'its command port could not be reached or its daemon is down'
-
-
-def sample(name):
-    with open(os.path.join(SAMPLES, name)) as handle:
-        return handle.read()
+sample = functools.partial(read_sample, 'ctl')
 
 
 def parse(name):
@@ -269,19 +265,30 @@ def test_up_but_broken_cells_still_unhealthy():
     assert result['problems'] == ['pair 0 (10.0.0.1) -> 3 (10.0.0.4): N (never connected)']
 
 
-@pytest.mark.parametrize('text, message', [
-    ('', 'no node lines'),
-    ('garbage\nmore garbage\n', 'does not look like'),
-    ('\n'.join(sample('N_570.172_up_18nodes.txt').splitlines()[:30]), 'no "Domain State:" line'),
-    (MINI.format(a='C', b='C', state='UP').replace('1        C   C   C', '1        C   C'), 'has 2 cells'),
-    (MINI.format(a='C', b='C', state='UP').replace(' Nodes From\\To  0   1   3\n', ''), 'no connectivity matrix'),
-    ('Domain State: UP\n', 'no "Node #" lines'),
-    (MINI.format(a='C', b='C', state='UP').replace('Node #3', 'Node #1'), 'listed twice'),
-    (sample('ctl_570.148.08_no_config_usage.txt'), 'does not look like'),
+# Text and JSON output alike: what cannot be parsed is named, and the raw output kept.
+@pytest.mark.parametrize('parse_output, text, message', [
+    (_ctl.parse_text, '', 'no node lines'),
+    (_ctl.parse_text, 'garbage\nmore garbage\n', 'does not look like'),
+    (_ctl.parse_text, '\n'.join(sample('N_570.172_up_18nodes.txt').splitlines()[:30]), 'no "Domain State:" line'),
+    (_ctl.parse_text, MINI.format(a='C', b='C', state='UP').replace('1        C   C   C', '1        C   C'),
+     'has 2 cells'),
+    (_ctl.parse_text, MINI.format(a='C', b='C', state='UP').replace(' Nodes From\\To  0   1   3\n', ''),
+     'no connectivity matrix'),
+    (_ctl.parse_text, 'Domain State: UP\n', 'no "Node #" lines'),
+    (_ctl.parse_text, MINI.format(a='C', b='C', state='UP').replace('Node #3', 'Node #1'), 'listed twice'),
+    (_ctl.parse_text, sample('ctl_570.148.08_no_config_usage.txt'), 'does not look like'),
+    (_ctl.parse_json, '', 'printed nothing'),
+    (_ctl.parse_json, 'Query Status returned error code: 14\n', 'not valid JSON'),
+    (_ctl.parse_json, '[1, 2]', 'not an object'),
+    (_ctl.parse_json, '{"status": "UP"}', 'no "nodes" object'),
+    (_ctl.parse_json, '{"nodes": {}}', 'no top-level "status"'),
+    (_ctl.parse_json, '{"nodes": {"x": {}}, "status": "UP"}', 'not a node index'),
+    (_ctl.parse_json, '{"nodes": {"0": "READY"}, "status": "UP"}', 'not an object'),
+    (_ctl.parse_json, '{"nodes": {"0": {"connections": {"one": {}}}}, "status": "UP"}', 'not a node index'),
 ])
-def test_unparseable_text_raises_with_raw(text, message):
+def test_unparseable_output_raises_with_raw(parse_output, text, message):
     with pytest.raises(_ctl.CtlParseError) as caught:
-        _ctl.parse_text(text)
+        parse_output(text)
     assert message in caught.value.message
     assert caught.value.raw == text
 
@@ -437,23 +444,6 @@ def test_json_unknown_connection_word_is_kept():
     assert result['broken_pairs'][0]['state'] == 'SOMETHING_NEW'
     assert ('pair 0 (192.168.103.159) -> 1 (192.168.107.187): SOMETHING_NEW (unknown connection state)'
             in result['problems'])
-
-
-@pytest.mark.parametrize('text, message', [
-    ('', 'printed nothing'),
-    ('Query Status returned error code: 14\n', 'not valid JSON'),
-    ('[1, 2]', 'not an object'),
-    ('{"status": "UP"}', 'no "nodes" object'),
-    ('{"nodes": {}}', 'no top-level "status"'),
-    ('{"nodes": {"x": {}}, "status": "UP"}', 'not a node index'),
-    ('{"nodes": {"0": "READY"}, "status": "UP"}', 'not an object'),
-    ('{"nodes": {"0": {"connections": {"one": {}}}}, "status": "UP"}', 'not a node index'),
-])
-def test_unparseable_json_raises_with_raw(text, message):
-    with pytest.raises(_ctl.CtlParseError) as caught:
-        _ctl.parse_json(text)
-    assert message in caught.value.message
-    assert caught.value.raw == text
 
 
 def test_json_with_no_nodes_is_a_problem_not_a_crash():

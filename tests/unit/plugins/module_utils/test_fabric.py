@@ -8,20 +8,16 @@ are verbatim QUOTED SAMPLE blocks of the reference (section 6); the smi_q_* file
 """
 from __future__ import annotations
 
-import os
+import functools
 
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _fabric
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
-SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'smi')
 BUS_IDS = ['00000008:01:00.0', '00000009:01:00.0', '00000018:01:00.0', '00000019:01:00.0']
 UUID = '5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b'
-
-
-def sample(name):
-    with open(os.path.join(SAMPLES, name)) as handle:
-        return handle.read()
+sample = functools.partial(read_sample, 'smi')
 
 
 def fabric_block(name):

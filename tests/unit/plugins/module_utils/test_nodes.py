@@ -153,31 +153,14 @@ def test_render_writes_one_entry_a_line():
 
 # --- find_local --------------------------------------------------------------------------------
 
-def _nonlocal_ipv4(count):
-    """TEST-NET-3 addresses that really are not configured on this machine."""
-    found = []
-    for last in range(1, 255):
-        address = "203.0.113.%d" % last
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            sock.bind((address, 0))
-        except OSError:
-            found.append(address)
-        finally:
-            sock.close()
-        if len(found) == count:
-            return found
-    pytest.skip("every TEST-NET-3 address is local here")
-
-
-def test_find_local_with_real_bind():
-    remote = _nonlocal_ipv4(2)
+def test_find_local_with_real_bind(remote_addresses):
+    remote = remote_addresses(2)
     assert find_local([remote[0], "127.0.0.1", remote[1]]) == [1]
     assert find_local(remote) == []
 
 
-def test_find_local_resolves_host_names():
-    remote = _nonlocal_ipv4(1)
+def test_find_local_resolves_host_names(remote_addresses):
+    remote = remote_addresses(1)
     assert find_local([remote[0], "localhost"]) == [1]
 
 

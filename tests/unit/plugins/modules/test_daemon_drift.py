@@ -60,39 +60,39 @@ def test_converged_tray_has_no_drift(tray):
     assert drift == changed == {"nodes": False, "config": False}
 
 
-@pytest.mark.parametrize("edit", ["reordered", "trailing blank", "mode", "other list"])
-def test_node_list_drift_matches_the_module(tray, edit):
-    nodes_path, _config_path, verdicts, converge = tray
+@pytest.mark.parametrize("edit, drifted", [
+    ("reordered", "nodes"),
+    ("trailing blank", "nodes"),
+    ("mode", "nodes"),
+    ("other list", "nodes"),
+    ("value", "config"),
+    ("key removed by hand", "config"),
+    ("new setting", "config"),
+    ("crlf line", "config"),
+])
+def test_drift_of_one_file_matches_the_module(tray, edit, drifted):
+    nodes_path, config_path, verdicts, converge = tray
     converge()
-    nodes = NODES
+    wanted = {}
+    text = config_path.read_text()
     if edit == "reordered":
         nodes_path.write_text("198.18.1.2\n198.18.1.1\n198.18.1.3\n")
     elif edit == "trailing blank":
         nodes_path.write_text("".join("%s\n" % node for node in NODES) + "\n")
     elif edit == "mode":
         os.chmod(str(nodes_path), 0o600)
-    else:
-        nodes = NODES[:2]
-    drift, changed = verdicts(nodes=nodes)
-    assert drift == changed == {"nodes": True, "config": False}
-
-
-@pytest.mark.parametrize("edit", ["value", "key removed by hand", "new setting", "crlf line"])
-def test_config_drift_matches_the_module(tray, edit):
-    _nodes_path, config_path, verdicts, converge = tray
-    converge()
-    settings = SETTINGS
-    text = config_path.read_text()
-    if edit == "value":
+    elif edit == "other list":
+        wanted["nodes"] = NODES[:2]
+    elif edit == "value":
         config_path.write_text(text.replace("IMEX_CMD_PORT=50005", "IMEX_CMD_PORT=50006"))
     elif edit == "key removed by hand":
         config_path.write_text(text.replace("LOG_LEVEL=2\n", ""))
     elif edit == "new setting":
-        settings = dict(SETTINGS, IMEX_WAIT_FOR_QUORUM="NONE")
+        wanted["settings"] = dict(SETTINGS, IMEX_WAIT_FOR_QUORUM="NONE")
     else:
         config_path.write_text(text.replace("SERVER_PORT=50000\n", "SERVER_PORT=50001\r\n"))
-    drift, changed = verdicts(settings=settings)
-    assert drift == changed == {"nodes": False, "config": True}
+    drift, changed = verdicts(**wanted)
+    assert drift == changed == {"nodes": drifted == "nodes", "config": drifted == "config"}
 
 
 def test_config_that_is_not_utf8_is_left_to_the_module(tray):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import socket
 import stat
 
 import pytest
@@ -17,29 +16,12 @@ def run(run_module):
     return functools.partial(run_module, imex_nodes_config)
 
 
-def remote_addresses(count):
-    """TEST-NET-3 addresses that are really not configured on this machine."""
-    found = []
-    for last in range(1, 255):
-        address = "203.0.113.%d" % last
-        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            sock.bind((address, 0))
-        except OSError:
-            found.append(address)
-        finally:
-            sock.close()
-        if len(found) == count:
-            return found
-    pytest.skip("every TEST-NET-3 address is local here")
-
-
 @pytest.fixture
 def path(tmp_path):
     return tmp_path / "etc" / "nvidia-imex" / "nodes_config.cfg"
 
 
-def test_create_with_parent_directory(run, path):
+def test_create_with_parent_directory(run, path, remote_addresses):
     nodes = remote_addresses(2) + ["127.0.0.1"]
     result = run(dict(nodes=nodes, path=str(path)))
     content = "".join(entry + "\n" for entry in nodes)
@@ -56,7 +38,7 @@ def test_create_with_parent_directory(run, path):
                               "before": "", "after": content}
 
 
-def test_second_run_unchanged_with_same_checksum(run, path):
+def test_second_run_unchanged_with_same_checksum(run, path, remote_addresses):
     nodes = remote_addresses(3)
     first = run(dict(nodes=nodes, path=str(path)))
     inode = os.stat(str(path)).st_ino
@@ -67,7 +49,7 @@ def test_second_run_unchanged_with_same_checksum(run, path):
     assert os.stat(str(path)).st_ino == inode
 
 
-def test_check_mode_predicts_and_writes_nothing(run, path):
+def test_check_mode_predicts_and_writes_nothing(run, path, remote_addresses):
     nodes = remote_addresses(2)
     predicted = run(dict(nodes=nodes, path=str(path)), check=True)
     assert predicted["changed"] is True
@@ -78,7 +60,7 @@ def test_check_mode_predicts_and_writes_nothing(run, path):
     assert run(dict(nodes=nodes, path=str(path)), check=True)["changed"] is False
 
 
-def test_comments_and_other_order_are_replaced_with_backup(run, path):
+def test_comments_and_other_order_are_replaced_with_backup(run, path, remote_addresses):
     nodes = remote_addresses(2)
     path.parent.mkdir(parents=True)
     old = "## placeholder list\n%s\n%s\n" % (nodes[1], nodes[0])
@@ -92,7 +74,7 @@ def test_comments_and_other_order_are_replaced_with_backup(run, path):
     assert run(dict(nodes=nodes, path=str(path), backup=True)).get("backup_file") is None
 
 
-def test_mode_and_owner_are_enforced(run, path):
+def test_mode_and_owner_are_enforced(run, path, remote_addresses):
     nodes = remote_addresses(1)
     run(dict(nodes=nodes, path=str(path)))
     os.chmod(str(path), 0o600)
@@ -117,13 +99,13 @@ def test_hostnames_and_local_resolution(run, path):
     assert path.read_text() == "localhost\ntray02.invalid\ntray03.invalid\n"
 
 
-def test_require_local_passes_with_own_address(run, path):
+def test_require_local_passes_with_own_address(run, path, remote_addresses):
     nodes = remote_addresses(1) + ["127.0.0.1"]
     result = run(dict(nodes=nodes, path=str(path), require_local=True))
     assert result["changed"] is True and result["local_index"] == 1
 
 
-def test_require_local_fails_without_own_address(run, path):
+def test_require_local_fails_without_own_address(run, path, remote_addresses):
     nodes = remote_addresses(2)
     result = run(dict(nodes=nodes, path=str(path), require_local=True))
     assert result["failed"] is True

@@ -3,7 +3,7 @@
 """imex_status: command lines, JSON -> text fallback, hung ctl, waiting, failure messages."""
 from __future__ import annotations
 
-import os
+import functools
 from unittest import mock
 
 import pytest
@@ -11,17 +11,13 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.rackscale.imex.plugins.modules import imex_status
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
-SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'ctl')
 CTL = '/usr/bin/nvidia-imex-ctl'
 TIMEOUT = '/usr/bin/timeout'
 USAGE = 'Usage: nvidia-imex-ctl [-c <nvidia-imex config.cfg path>] <-n|-N|-q> [-j][-H]\n'
 ERROR_14 = 'Query Status returned error code: 14\n'
-
-
-def sample(name):
-    with open(os.path.join(SAMPLES, name)) as handle:
-        return handle.read()
+sample = functools.partial(read_sample, 'ctl')
 
 
 class FakeCtl:

@@ -3,6 +3,7 @@
 """imex_tray_info: command line, strict / non-strict verdicts, warnings, failures; files and services read."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from unittest import mock
@@ -12,16 +13,12 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
-SAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'smi')
 SMI = '/usr/bin/nvidia-smi'
 TIMEOUT = '/usr/bin/timeout'
 UUID = '5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b'
-
-
-def sample(name):
-    with open(os.path.join(SAMPLES, name)) as handle:
-        return handle.read()
+sample = functools.partial(read_sample, 'smi')
 
 
 @pytest.fixture

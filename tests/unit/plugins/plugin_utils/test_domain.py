@@ -46,6 +46,15 @@ def model_of(domains, **kwargs):
     return build_model(groups, hostvars, domain_groups=list(domains), **kwargs)
 
 
+def domain_of(hosts, key, values, **kwargs):
+    """The model of the one domain group rack<r> of ``hosts``, after setting their ``key`` to ``values`` in turn."""
+    name = hosts[0].split("-")[0]
+    groups, hostvars = inventory({name: hosts})
+    for host, value in zip(hosts, values):
+        hostvars[host][key] = value
+    return build_model(groups, hostvars, domain_groups=[name], **kwargs)["domains"][name]
+
+
 def problems_of(groups, hostvars, **kwargs):
     with pytest.raises(DomainModelError) as info:
         build_model(groups, hostvars, **kwargs)
@@ -132,11 +141,8 @@ def test_natural_key_is_total_and_case_insensitive():
 
 def test_explicit_index_order():
     hosts = rack_hosts(3, 4)
-    groups, hostvars = inventory({"rack3": hosts})
-    for position, host in enumerate(reversed(hosts)):
-        hostvars[host]["imex_node_index"] = position
 
-    domain = build_model(groups, hostvars, domain_groups=["rack3"])["domains"]["rack3"]
+    domain = domain_of(hosts, "imex_node_index", reversed(range(len(hosts))))
 
     assert domain["order"] == "explicit"
     assert [node["host"] for node in domain["nodes"]] == list(reversed(hosts))
@@ -146,11 +152,8 @@ def test_explicit_index_order():
 def test_explicit_index_may_be_a_string_of_digits():
     # INI [group:vars] and some dynamic sources hand every value over as a string.
     hosts = rack_hosts(3, 2)
-    groups, hostvars = inventory({"rack3": hosts})
-    hostvars[hosts[0]]["imex_node_index"] = "1"
-    hostvars[hosts[1]]["imex_node_index"] = "0"
 
-    domain = build_model(groups, hostvars, domain_groups=["rack3"])["domains"]["rack3"]
+    domain = domain_of(hosts, "imex_node_index", ["1", "0"])
 
     assert [node["host"] for node in domain["nodes"]] == [hosts[1], hosts[0]]
 
@@ -198,26 +201,17 @@ def test_limit_does_not_shorten_the_node_list():
 # --- addresses ----------------------------------------------------------------------------------
 
 def test_imex_address_wins_over_ansible_host():
-    hosts = rack_hosts(1, 2)
-    groups, hostvars = inventory({"rack1": hosts})
-    hostvars[hosts[0]]["imex_address"] = "198.19.1.11"
-    hostvars[hosts[1]]["imex_address"] = "198.19.1.12"
-
-    domain = build_model(groups, hostvars, domain_groups=["rack1"])["domains"]["rack1"]
+    domain = domain_of(rack_hosts(1, 2), "imex_address", ["198.19.1.11", "198.19.1.12"])
 
     assert domain["addresses"] == ["198.19.1.11", "198.19.1.12"]
 
 
 def test_ipv6_and_hostname_domains():
     hosts = rack_hosts(1, 2)
-    groups, hostvars = inventory({"rack1": hosts})
-    hostvars[hosts[0]]["imex_address"] = "2001:db8::11"
-    hostvars[hosts[1]]["imex_address"] = "2001:db8::12"
-    assert build_model(groups, hostvars, domain_groups=["rack1"])["domains"]["rack1"]["family"] == "ipv6"
+    assert domain_of(hosts, "imex_address", ["2001:db8::11", "2001:db8::12"])["family"] == "ipv6"
 
-    hostvars[hosts[0]]["imex_address"] = "rack1-tray01.example.net"
-    hostvars[hosts[1]]["imex_address"] = "rack1-tray02.example.net"
-    domain = build_model(groups, hostvars, domain_groups=["rack1"], driver_version="580.95.09")["domains"]["rack1"]
+    domain = domain_of(hosts, "imex_address", ["rack1-tray01.example.net", "rack1-tray02.example.net"],
+                       driver_version="580.95.09")
     assert domain["family"] == "hostname"
     assert domain["addresses"] == ["rack1-tray01.example.net", "rack1-tray02.example.net"]
 

@@ -33,6 +33,11 @@ def gauge(text, name, **labels):
     return float(line.rsplit(" ", 1)[1])
 
 
+def domain_gauges(text, domain, *names):
+    """{name: value} of the rackscale_imex_domain_<name> gauges of one domain."""
+    return {name: gauge(text, "rackscale_imex_domain_" + name, domain=domain) for name in names}
+
+
 def test_a_stamp_names_the_run_the_time_and_the_version():
     assert stamped({"domain": "rack1"}, "run-1", "2026-11-24T10:00:00Z", "0.2.0") == {
         "domain": "rack1", "run_id": "run-1", "generated_at": "2026-11-24T10:00:00Z", "collection_version": "0.2.0"}
@@ -50,13 +55,9 @@ def test_the_summary_has_a_row_per_domain_and_the_problems_of_those_not_healthy(
 
 def test_gauges_of_a_healthy_domain():
     text = render_textfile(HEALTHY, 1764000000.0)
-    assert gauge(text, "rackscale_imex_domain_ok", domain="rack1") == 1
-    assert gauge(text, "rackscale_imex_domain_up", domain="rack1") == 1
-    assert gauge(text, "rackscale_imex_domain_nodes", domain="rack1") == 3
-    assert gauge(text, "rackscale_imex_domain_nodes_ready", domain="rack1") == 3
-    assert gauge(text, "rackscale_imex_domain_broken_pairs", domain="rack1") == 0
-    assert gauge(text, "rackscale_imex_domain_version_skew", domain="rack1") == 0
-    assert gauge(text, "rackscale_imex_domain_last_success_timestamp_seconds", domain="rack1") == 1764000000
+    expected = {"ok": 1, "up": 1, "nodes": 3, "nodes_ready": 3, "broken_pairs": 0, "version_skew": 0,
+                "last_success_timestamp_seconds": 1764000000}
+    assert domain_gauges(text, "rack1", *expected) == expected
     assert gauge(text, "rackscale_imex_node_ready", domain="rack1", node="2", address="198.18.1.13") == 1
     # Every family is declared once, as a gauge.
     assert text.count("# TYPE rackscale_imex_domain_ok gauge\n") == 1
@@ -65,13 +66,9 @@ def test_gauges_of_a_healthy_domain():
 def test_a_degraded_domain_keeps_its_last_success_time():
     before = render_textfile(dict(BROKEN, ok=True, verdict="tolerated"), 1764000000.0)
     text = render_textfile(BROKEN, 1764000600.0, before)
-    assert gauge(text, "rackscale_imex_domain_ok", domain="rack2") == 0
-    assert gauge(text, "rackscale_imex_domain_up", domain="rack2") == 0
-    assert gauge(text, "rackscale_imex_domain_nodes_ready", domain="rack2") == 2
-    assert gauge(text, "rackscale_imex_domain_broken_pairs", domain="rack2") == 4
-    assert gauge(text, "rackscale_imex_domain_version_skew", domain="rack2") == 1
-    assert gauge(text, "rackscale_imex_domain_last_run_timestamp_seconds", domain="rack2") == 1764000600
-    assert gauge(text, "rackscale_imex_domain_last_success_timestamp_seconds", domain="rack2") == 1764000000
+    expected = {"ok": 0, "up": 0, "nodes_ready": 2, "broken_pairs": 4, "version_skew": 1,
+                "last_run_timestamp_seconds": 1764000600, "last_success_timestamp_seconds": 1764000000}
+    assert domain_gauges(text, "rack2", *expected) == expected
     assert gauge(text, "rackscale_imex_node_ready", domain="rack2", node="2", address="198.18.1.13") == 0
     # Never healthy: 0.
     assert gauge(render_textfile(BROKEN, 1.0, ""), "rackscale_imex_domain_last_success_timestamp_seconds",
