@@ -76,8 +76,16 @@ def test_a_tray_not_registered_on_the_fabric_is_refused_by_name_and_nothing_is_w
 
 def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack, ungrouped, tmp_path):
     """The README's quick start, step by step, from the built tarball in a directory of the operator's
-    own (neither this checkout nor its ansible.cfg): discover, check mode, site, validate, and the
-    reports where the README says they are (imex-reports under the working directory)."""
+    own (neither this checkout nor its ansible.cfg), logged in as a user with sudo and
+    ansible_become in group_vars/all.yml: discover, check mode, site, validate, and the reports where
+    the README says they are (imex-reports under the working directory)."""
+    with open(ungrouped) as handle:
+        trays = yaml.safe_load(handle)
+    for host_vars in trays["all"]["hosts"].values():
+        host_vars["ansible_user"] = "imexop"   # the bed's non-root login (sudo without a password)
+    write_inventory(tmp_path, trays, "trays.yml")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars/all.yml").write_text("ansible_become: true\n")
     dist, collections = tmp_path / "dist", tmp_path / "collections"
     environment = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     (tmp_path / "ansible.cfg").write_text(
@@ -93,9 +101,16 @@ def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack
     tarball = next(dist.glob("rackscale-imex-*.tar.gz"))
     run("ansible-galaxy", "collection", "install", "-p", str(collections), str(tarball))
 
-    run("ansible-playbook", "-i", ungrouped, "rackscale.imex.discover", "-e", "imex_discover_output=inventory.yml")
+    # The login is not root; become is what gives the modules root.
+    login = run("ansible", "-i", "trays.yml", "all", "-m", "ansible.builtin.command", "-a", "id -un",
+                "-e", "ansible_become=false")
+    assert login.count("imexop") == len(trays["all"]["hosts"]) and "root" not in login, login
+
+    run("ansible-playbook", "-i", "trays.yml", "rackscale.imex.discover", "-e", "imex_discover_output=inventory.yml")
     domains = domains_of(tmp_path / "inventory.yml")
     assert len(domains) == 2
+    assert {host_vars["ansible_user"] for domain in domains.values() for host_vars in domain["hosts"].values()} \
+        == {"imexop"}
     predicted = run("ansible-playbook", "-i", "inventory.yml", "rackscale.imex.site", "--check", "--diff")
     assert "failed=0" in predicted
     converged = run("ansible-playbook", "-i", "inventory.yml", "rackscale.imex.site")
