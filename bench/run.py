@@ -101,13 +101,14 @@ def timed_together(commands, count_files, settings=None):
             raise SystemExit("benchmark command failed (%d): %s\n%s\n%s" % (
                 process.returncode, " ".join(command), stdout[-4000:], stderr[-2000:]))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    counts = {"per_host": {}, "total": 0, "task_results": 0}
+    counts = {"per_host": {}, "total": 0, "task_results": 0, "profiles": []}
     for count_file in count_files:
         with open(count_file) as handle:
             found = json.load(handle)
         counts["per_host"].update(found["per_host"])
         counts["total"] += found["total"]
         counts["task_results"] += found["task_results"]
+        counts["profiles"].append(found.get("tasks", []))
     return wall, cpu, counts
 
 
@@ -189,7 +190,50 @@ def summarise(name, racks, trays, samples, floor_median=None):
         "task_results_per_tray": round(statistics.median(s[2]["task_results"] / all_trays for s in samples), 2),
         "controller_cpu_s": round(statistics.median(s[1] for s in samples), 2),
         "controller_cpu_s_per_tray": round(statistics.median(s[1] / all_trays for s in samples), 3),
+        # Where the wall time of the median run went (one controller's profile: the first).
+        "profile": profile_of(sorted(samples, key=lambda s: s[0])[len(samples) // 2]),
     }
+
+
+def profile_of(sample):
+    """Where one run's wall time went: its tasks by wall seconds, grouped by name (a task met in
+    several waves or loop passes adds up), largest first, and what lies outside every task (the
+    interpreter's start, loading the inventory, the playbook and the plugins, the end)."""
+    wall, tasks = sample[0], sample[2]["profiles"][0]
+    by_task = {}
+    for task in tasks:
+        entry = by_task.setdefault(task["task"], {"task": task["task"], "seconds": 0.0, "results": 0, "passes": 0})
+        entry["seconds"] = round(entry["seconds"] + task["seconds"], 3)
+        entry["results"] += task["results"]
+        entry["passes"] += 1
+    return {"outside_tasks_s": round(wall - sum(task["seconds"] for task in tasks), 3),
+            "tasks": sorted(by_task.values(), key=lambda t: -t["seconds"])}
+
+
+PROFILED = ("site_nochange", "validate", "site_first", "site_nochange_4racks")
+
+
+def render_profiles(results, top=12):
+    """Markdown: for the profiled scenarios, the start-up and the tasks that took the most wall time."""
+    lines = []
+    for result in results:
+        if result["name"] not in PROFILED:
+            continue
+        profile = result["profile"]
+        total = result["wall_median_s"]
+        lines += ["", "### Profile: %s (median run, %.1f s wall)" % (result["name"], total), "",
+                  "| step | wall s | share | task results |", "|---|---|---|---|",
+                  "| outside the tasks (start-up: python, inventory, playbook, plugins; the end) | %.2f | %d %% | |"
+                  % (profile["outside_tasks_s"], round(100 * profile["outside_tasks_s"] / total))]
+        for task in profile["tasks"][:top]:
+            lines.append("| %s | %.2f | %d %% | %d |" % (task["task"].replace("|", "/"), task["seconds"],
+                                                        round(100 * task["seconds"] / total), task["results"]))
+        rest = profile["tasks"][top:]
+        if rest:
+            lines.append("| %d other tasks | %.2f | %d %% | %d |" % (
+                len(rest), sum(t["seconds"] for t in rest), round(100 * sum(t["seconds"] for t in rest) / total),
+                sum(t["results"] for t in rest)))
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -234,7 +278,7 @@ def main():
                for name in samples]
     with open(os.path.join(OUT, "results.json"), "w") as handle:
         json.dump(results, handle, indent=1)
-    table = render_table(results)
+    table = render_table(results) + render_profiles(results)
     with open(os.path.join(OUT, "results.md"), "w") as handle:
         handle.write(table)
     render_chart(results, os.path.join(OUT, "results.png"))

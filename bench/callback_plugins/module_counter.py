@@ -5,8 +5,9 @@ Module runs: every task result (and every loop item) of a module that ran on a t
 actions that run on the controller (assert, debug, set_fact, include_*, meta, ...) and tasks
 delegated to localhost. Task results: one per task and host, whatever its action or outcome
 (skipped included): each costs the controller a worker process and the host's variables, which is
-the controller's share of a run. Writes {"per_host": {host: n}, "total": n, "task_results": n} to
-$BENCH_COUNT_FILE at the end.
+the controller's share of a run. Profile: the wall seconds from each task's start to the next one's
+(the last to the end of the play), with its results. Writes {"per_host": {host: n}, "total": n,
+"task_results": n, "tasks": [{"task", "seconds", "results"}]} to $BENCH_COUNT_FILE at the end.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ requirements: [enable in callbacks_enabled]
 
 import json
 import os
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -41,9 +43,18 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self.per_host = {}
         self.task_results = 0
+        self.tasks = []          # [name, start, results]
+
+    def _task_start(self, task, *args, **kwargs):
+        self.tasks.append([task.get_name(), time.monotonic(), 0])
+
+    v2_playbook_on_task_start = _task_start
+    v2_playbook_on_handler_task_start = _task_start
 
     def _task_result(self, result):
         self.task_results += 1
+        if self.tasks:
+            self.tasks[-1][2] += 1
 
     def _count(self, result):
         action = result._task.action.split(".")[-1]
@@ -71,8 +82,12 @@ class CallbackModule(CallbackBase):
     v2_runner_item_on_failed = _count
 
     def v2_playbook_on_stats(self, stats):
+        end = time.monotonic()
+        ends = [task[1] for task in self.tasks[1:]] + [end]
+        profile = [{"task": name, "seconds": round(stop - start, 3), "results": results}
+                   for (name, start, results), stop in zip(self.tasks, ends)]
         path = os.environ.get("BENCH_COUNT_FILE")
         if path:
             with open(path, "w") as handle:
                 json.dump({"per_host": self.per_host, "total": sum(self.per_host.values()),
-                           "task_results": self.task_results}, handle)
+                           "task_results": self.task_results, "tasks": profile}, handle)

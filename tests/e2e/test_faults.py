@@ -108,6 +108,27 @@ def test_daemon_failing_to_start_fails_the_run_naming_the_tray(bed, reports):
     converges(bed, reports)
 
 
+def test_post_restart_tasks_do_not_run_when_the_proof_fails(bed, reports, tmp_path):
+    hooks = {}
+    for which in ("pre", "post"):
+        hooks[which] = tmp_path / ("%s.yml" % which)
+        hooks[which].write_text(HOOK % which)
+    for tray in RACK1:
+        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    with fault(bed, "fail-start", "rack1-tray03"):
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"},
+                   imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+        assert run.rc != 0
+        assert "rack1-tray03" in messages(run), messages(run)
+    # The domain was restarted (its pre-restart tasks ran), then failed its proof: its trays stay as
+    # the pre-restart tasks left them.
+    assert [hook_record(bed, tray, "pre")[0] for tray in RACK1] == ["rack1"] * 3
+    assert [hook_record(bed, tray, "post") for tray in RACK1] == [None] * 3
+    for tray in RACK1:
+        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    converges(bed, reports)
+
+
 def test_unreachable_tray_stops_the_run_before_any_change(bed, reports):
     with fault(bed, "ssh-block", "rack1-tray03"):
         before = start_times(bed, RACK1[:2] + RACK2)
