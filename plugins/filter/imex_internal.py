@@ -16,6 +16,8 @@ imex_internal_option_problems(options, model)
     One sentence per option that contradicts another or could only fail on a tray.
 imex_internal_domain_variance_problems(model, trays, values)
     One sentence per domain and option whose trays hold different values of a domain-wide option.
+imex_internal_is_pem(value)
+    Whether a TLS option holds PEM text (else it names a controller file).
 imex_internal_tls_file_problems(trays, tls, ca, cert, key)
     One sentence per tray with TLS on whose CA, certificate or key is not a file on the controller.
 imex_internal_tray_gate(model, fabric_by_tray, shared_partition)
@@ -54,6 +56,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemo
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     domain_variance_problems,
+    is_pem,
     option_problems,
     tls_file_problems,
 )
@@ -79,6 +82,10 @@ def imex_internal_option_problems(options, model):
 
 def imex_internal_domain_variance_problems(model, trays, values):
     return domain_variance_problems(model, [str(tray) for tray in trays], dict(values))
+
+
+def imex_internal_is_pem(value):
+    return is_pem(value)
 
 
 def imex_internal_tls_file_problems(trays, tls, ca, cert, key):
@@ -180,6 +187,7 @@ class FilterModule:
             "imex_internal_settings_problems": imex_internal_settings_problems,
             "imex_internal_option_problems": imex_internal_option_problems,
             "imex_internal_domain_variance_problems": imex_internal_domain_variance_problems,
+            "imex_internal_is_pem": imex_internal_is_pem,
             "imex_internal_tls_file_problems": imex_internal_tls_file_problems,
             "imex_internal_tray_gate": imex_internal_tray_gate,
             "imex_internal_daemon_drift": imex_internal_daemon_drift,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_internal import (
     imex_internal_domain_report,
+    imex_internal_is_pem,
     imex_internal_tls_file_problems,
     imex_internal_trays_to_explain,
     imex_internal_with_daemon_logs,
@@ -95,3 +96,10 @@ def test_a_healthy_domain_needs_no_log_and_an_unread_status_asks_its_leader():
     unknown = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK)
     assert imex_internal_trays_to_explain([unknown], MODEL, ["t1", "t2"]) == ["t1"]
     assert imex_internal_with_daemon_logs([healthy], MODEL, EMPTY_LOOP) == [healthy]
+
+
+def test_pem_text_is_told_from_a_controller_path():
+    assert imex_internal_is_pem("\n  -----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n")
+    assert not imex_internal_is_pem("/srv/pki/ca.crt")
+    assert not imex_internal_is_pem("")
+    assert not imex_internal_is_pem(None)
