@@ -144,6 +144,16 @@ HOOK = """---
 """
 
 
+def restart_hooks(tmp_path, render=lambda which: HOOK % which):
+    """imex_pre_restart_tasks and imex_post_restart_tasks, each a task file written from render(which)."""
+    options = {}
+    for which in ("pre", "post"):
+        path = tmp_path / ("%s.yml" % which)
+        path.write_text(render(which))
+        options["imex_%s_restart_tasks" % which] = str(path)
+    return options
+
+
 def hook_record(rack, tray, which):
     """[domain, trays, daemon pid] that HOOK recorded on the tray, None when it did not run there."""
     result = rack.ssh(tray, "cat", "/run/imex-hook-" + which)

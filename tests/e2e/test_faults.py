@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import HOOK, hook_record, requires_rack, run_playbook
+from conftest import hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -112,15 +112,11 @@ def test_daemon_failing_to_start_fails_the_run_naming_the_tray(bed, reports):
 
 
 def test_post_restart_tasks_do_not_run_when_the_proof_fails(bed, reports, tmp_path):
-    hooks = {}
-    for which in ("pre", "post"):
-        hooks[which] = tmp_path / ("%s.yml" % which)
-        hooks[which].write_text(HOOK % which)
+    hooks = restart_hooks(tmp_path)
     for tray in RACK1:
         bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
     with fault(bed, "fail-start", "rack1-tray03"):
-        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"},
-                   imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, **hooks)
         assert run.rc != 0
         assert "rack1-tray03" in messages(run), messages(run)
     # The domain was restarted (its pre-restart tasks ran), then failed its proof: its trays stay as
@@ -196,10 +192,7 @@ def test_blocked_command_port_shows_the_node_unavailable(bed, reports):
 
 
 def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports, tmp_path):
-    hooks = {}
-    for which in ("pre", "post"):
-        hooks[which] = tmp_path / ("%s.yml" % which)
-        hooks[which].write_text(HOOK % which)
+    hooks = restart_hooks(tmp_path)
     for tray in RACK1 + RACK2:
         bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
     with fault(bed, "nodelist-edit", "rack1-tray02", inject=["--restart"], healed=False):
@@ -207,7 +200,7 @@ def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, rep
         assert run.rc != 0
         assert "!M!" in messages(run) or "NODE_MAP_MISMATCH" in messages(run), messages(run)
         rack2_before = start_times(bed, RACK2)
-        run = site(bed, reports, imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+        run = site(bed, reports, **hooks)
         assert run.rc == 0, run.stdout[-5000:]
         assert report(reports, "rack1")["verdict"] == "healthy"
         assert set(run.changed_hosts()) == set(RACK1)     # rewritten on one tray, all of rack1 restarted
@@ -326,12 +319,8 @@ LOCK_SEEN = """---
 def test_each_wave_refreshes_its_domains_locks(bed, reports, tmp_path):
     """The locks of every domain are taken at the start; a later wave's domain gets a new since
     when its wave begins, so a long run is not taken for a crashed one while it works."""
-    hooks = {}
-    for which in ("pre", "post"):
-        hooks[which] = tmp_path / ("%s.yml" % which)
-        hooks[which].write_text(LOCK_SEEN.replace("{which}", which))
     run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"},
-               imex_pre_restart_tasks=str(hooks["pre"]), imex_post_restart_tasks=str(hooks["post"]))
+               **restart_hooks(tmp_path, lambda which: LOCK_SEEN.replace("{which}", which)))
     assert run.rc == 0, run.stdout[-5000:]
     # rack1's wave came first (waves follow the domains' order) and ended with its proof.
     rack1_done = float(bed.ssh("rack1-tray01", "cat", "/run/imex-lockseen-post-time").stdout)

@@ -7,7 +7,7 @@ stops, so the next run still sees the change. imex_allow_busy_restart=true appli
 """
 from __future__ import annotations
 
-from conftest import HOOK, hook_record, requires_rack, run_playbook
+from conftest import HOOK, hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -112,15 +112,10 @@ def test_a_busy_domain_is_not_handed_over_to_the_dra_driver(simulated_rack, tmp_
         rack.simrack("fault", "heal", "busy", "rack1-tray02")
 
 
-
 def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack, tmp_path):
     rack = simulated_rack
     assert site(rack, tmp_path).rc == 0
-    hooks = {}
-    for which in ("pre", "post"):
-        hooks[which] = tmp_path / ("%s.yml" % which)
-        hooks[which].write_text(HOOK % which)
-    options = {"imex_pre_restart_tasks": str(hooks["pre"]), "imex_post_restart_tasks": str(hooks["post"])}
+    options = restart_hooks(tmp_path)
     trays = rack.trays_of(1)
     for tray in trays:
         rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
@@ -143,12 +138,10 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
 
     # Under --check the pre-restart tasks run (in check mode; these opt out of it to leave a trace),
     # the post-restart tasks do not: nothing restarted, nothing was proven.
-    eager = {}
-    for which in ("pre", "post"):
-        eager[which] = tmp_path / ("eager-%s.yml" % which)
-        eager[which].write_text((HOOK % which).replace("  changed_when: true\n", "  changed_when: true\n  check_mode: false\n"))
-    predicted = site(rack, tmp_path, check=True, imex_settings={"LOG_LEVEL": 3},
-                     imex_pre_restart_tasks=str(eager["pre"]), imex_post_restart_tasks=str(eager["post"]))
+    (tmp_path / "eager").mkdir()
+    eager = restart_hooks(tmp_path / "eager", lambda which: (HOOK % which).replace(
+        "  changed_when: true\n", "  changed_when: true\n  check_mode: false\n"))
+    predicted = site(rack, tmp_path, check=True, imex_settings={"LOG_LEVEL": 3}, **eager)
     assert predicted.rc == 0, predicted.stdout[-3000:]
     assert [hook_record(rack, tray, "pre") is not None for tray in trays] == [True] * len(trays)
     assert [hook_record(rack, tray, "post") for tray in trays] == [None] * len(trays)
