@@ -143,6 +143,28 @@ def test_tags_run_one_phase_with_the_checks_the_locks_and_the_read(simulated_rac
     assert not modules & {"rackscale.imex.imex_channel", "rackscale.imex.imex_config", "rackscale.imex.imex_nodes_config"}
     assert validate.changed_hosts() == []
 
+    # The report phase alone: one status read of each domain, however unhealthy, and its reports. With
+    # the default imex_validate_timeout_s (300 s) a run that waited would read rack1 again and again.
+    simulated_rack.simrack("fault", "link-cut", "rack1-tray02", "rack1-tray03")
+    try:
+        report = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_report")
+    finally:
+        simulated_rack.simrack("fault", "heal", "link-cut", "rack1-tray02", "rack1-tray03")
+    assert report.rc != 0, report.stdout[-3000:]
+    reads = {res["item"]: res for _, res in report.module_results("rackscale.imex.imex_status")}
+    assert sorted(reads) == ["rack1", "rack2"] and {res["attempts"] for res in reads.values()} == {1}, reads
+    assert not reads["rack1"]["healthy"] and reads["rack2"]["healthy"]
+    modules = {action for _, _, action, _ in report.ok_results()}
+    assert "rackscale.imex.imex_report" in modules
+    assert not modules & {"rackscale.imex.imex_channel", "rackscale.imex.imex_config", "rackscale.imex.imex_nodes_config"}
+    assert report.changed_hosts() == []
+    with open(os.path.join(extravars["imex_report_dir"], "rack1.json")) as handle:
+        rack1 = json.load(handle)
+    assert rack1["verdict"] != "healthy"
+    assert {(pair["from_index"], pair["to_index"]) for pair in rack1["status"]["broken_pairs"]} == {(1, 2), (2, 1)}
+    assert any("pair 1 (198.18.1.12, rack1-tray02) -> 2 (198.18.1.13, rack1-tray03)" in message
+               for message in report.failure_messages()), report.failure_messages()
+
     preflight = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_preflight")
     assert preflight.rc == 0, preflight.stdout[-3000:]
     modules = {action for _, _, action, _ in preflight.ok_results()}
