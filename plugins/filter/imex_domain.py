@@ -22,22 +22,35 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
 )
 
 
-def _inventory_child_groups(hostvars, parent):
-    """Names of the direct child groups of ``parent``, read from the inventory behind hostvars.
+# Set on every host by the vars plugin rackscale.imex.group_tree: {group: [its direct child groups]}.
+GROUP_CHILDREN_VAR = "imex_group_children"
+ENABLE_GROUP_TREE = (
+    "enable the vars plugin rackscale.imex.group_tree, which gives plays the inventory's group tree: "
+    "vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in the [defaults] section of "
+    "ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree), or pass "
+    "domains=[...] with the child groups of %s"
+)
+
+
+def _child_groups(groups, hostvars, parent):
+    """Names of the direct child groups of ``parent``, from the group_tree vars plugin's variable.
 
     The ``groups`` variable flattens the hierarchy (a group lists its descendants' hosts), so it
-    cannot tell a rack's partitions from the rack. ansible-core's HostVars object is the only
-    thing a filter receives that holds the inventory; None when it is not there (plain dicts).
-    An unknown parent gives [] here: build_model reports a missing parent from ``groups``.
+    cannot tell a rack's partitions from the rack; the vars plugin hands every host the child groups
+    of each of its groups. Any host of the parent knows the parent's children. An unknown or empty
+    parent gives [] here: build_model reports it from ``groups``. None when no host carries the
+    variable (the plugin is not enabled).
     """
-    inventory = getattr(hostvars, "_inventory", None)
-    inventory_groups = getattr(inventory, "groups", None)
-    if not isinstance(inventory_groups, Mapping):
-        return None
-    group = inventory_groups.get(parent)
-    if group is None:
+    hosts = groups.get(parent) or ()
+    if not hosts:
         return []
-    return [child.name for child in group.child_groups]
+    try:
+        children = hostvars[hosts[0]].get(GROUP_CHILDREN_VAR)
+    except (KeyError, AnsibleError, AttributeError):
+        return None
+    if not isinstance(children, Mapping):
+        return None
+    return [str(name) for name in children.get(parent) or ()]
 
 
 def _plain(value):
@@ -118,11 +131,11 @@ def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT
             "imex_domain_model needs hostvars as its first argument, got %s" % type(hostvars).__name__
         )
     if domains is None:
-        domain_groups = _inventory_child_groups(hostvars, parent)
+        domain_groups = _child_groups(groups, hostvars, parent)
         if domain_groups is None:
             raise AnsibleFilterError(
-                "imex_domain_model cannot see the inventory's group tree (hostvars is not Ansible's "
-                "hostvars); pass domains=[...] with the child groups of %s" % parent
+                "imex_domain_model cannot see the inventory's group tree (no tray of %s has %s): %s"
+                % (parent, GROUP_CHILDREN_VAR, ENABLE_GROUP_TREE % parent)
             )
     elif isinstance(domains, str) or not isinstance(domains, (list, tuple)):
         raise AnsibleFilterError("domains must be a list of group names, got %s" % type(domains).__name__)

@@ -89,7 +89,8 @@ def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack
     dist, collections = tmp_path / "dist", tmp_path / "collections"
     environment = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     (tmp_path / "ansible.cfg").write_text(
-        "[defaults]\nforks = 50\ncollections_path = %s\n\n[ssh_connection]\npipelining = true\n" % collections)
+        "[defaults]\nvars_plugins_enabled = host_group_vars,rackscale.imex.group_tree\nforks = 50\n"
+        "collections_path = %s\n\n[ssh_connection]\npipelining = true\n" % collections)
 
     def run(*args):
         result = subprocess.run(list(args), cwd=tmp_path, env=environment, capture_output=True, text=True,

@@ -114,6 +114,10 @@ CASES = {
     "missing domain parent group": (
         {"all": {"children": {"racks": {"children": {"rack1": rack("a", 2)}}}}}, {},
         ["group imex_domains is missing or holds no trays"]),
+    "parent group the playbooks do not work on": (
+        inventory(rack1=rack("a", 2)), {"imex_domains_group": "racks"},
+        ["imex_domains_group=racks: the playbooks work on the group imex_domains",
+         "write a play with hosts: racks that runs the role rackscale.imex.imex"]),
     "port out of range": (
         inventory(rack1=rack("a", 2)), {"imex_cmd_port": 70000}, ["daemon settings (imex_settings, imex_server_port, imex_cmd_port):", "IMEX_CMD_PORT", "70000"]),
     "one port for both services": (

@@ -20,6 +20,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import vars_loader
 from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
@@ -34,7 +35,9 @@ FILTER_DIR = os.path.join(ROOT, "plugins", "filter")
 
 
 def play_vars(source, limit=None):
-    """``groups`` and ``hostvars`` as a play sees them, for an inventory path."""
+    """``groups`` and ``hostvars`` as a play sees them, for an inventory path, with the vars plugin
+    rackscale.imex.group_tree enabled as this repository's ansible.cfg enables it."""
+    assert vars_loader.get("rackscale.imex.group_tree") is not None
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[source])
     variable_manager = VariableManager(loader=loader, inventory=inventory)
@@ -120,6 +123,33 @@ def test_rack_group_and_its_partitions_both_under_the_parent(tmp_path):
     model = imex_domain_model(groups, hostvars)
     assert list(model["domains"]) == ["rackb", "rackb_p2"]
     assert model["domains"]["rackb"]["addresses"] == ["198.18.2.11"]
+
+
+def test_a_group_across_racks_is_not_a_domain(tmp_path):
+    # The first tray of each rack in a group of its own, outside imex_domains: its hosts are all in
+    # imex_domains (so ``groups`` alone cannot tell it from a rack), yet it is no domain.
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              children:
+                rack1:
+                  hosts:
+                    r1t1: {ansible_host: 198.18.1.11}
+                    r1t2: {ansible_host: 198.18.1.12}
+                rack2:
+                  hosts:
+                    r2t1: {ansible_host: 198.18.2.11}
+            first_trays:
+              hosts:
+                r1t1:
+                r2t1:
+        """)
+    groups, hostvars, _play_hosts = play_vars(source)
+
+    assert hostvars["r1t1"]["imex_group_children"]["imex_domains"] == ["rack1", "rack2"]
+    assert hostvars["r1t1"]["imex_group_children"]["first_trays"] == []
+    assert list(imex_domain_model(groups, hostvars)["domains"]) == ["rack1", "rack2"]
 
 
 def test_all_problems_reach_the_filter_error(tmp_path):
@@ -233,11 +263,14 @@ def test_plain_dicts_with_explicit_domains():
     assert model["domains"]["rack1"]["addresses"] == ["198.18.1.11", "198.18.1.12", "198.18.1.20"]
 
 
-def test_plain_dicts_without_domains_cannot_see_the_group_tree():
+def test_without_the_vars_plugin_the_error_says_how_to_enable_it():
     groups, hostvars = plain_inventory()
     assert filter_error(groups, hostvars) == (
-        "imex_domain_model cannot see the inventory's group tree (hostvars is not Ansible's hostvars); "
-        "pass domains=[...] with the child groups of imex_domains")
+        "imex_domain_model cannot see the inventory's group tree (no tray of imex_domains has "
+        "imex_group_children): enable the vars plugin rackscale.imex.group_tree, which gives plays the "
+        "inventory's group tree: vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in the "
+        "[defaults] section of ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree), "
+        "or pass domains=[...] with the child groups of imex_domains")
 
 
 @pytest.mark.parametrize(("args", "kwargs", "message"), [
@@ -348,6 +381,7 @@ def test_playbook_with_limit_writes_the_full_rack(tmp_path):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     tree = tmp_path / "tree"
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(),
+               ANSIBLE_VARS_ENABLED="host_group_vars,rackscale.imex.group_tree",
                ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.tree", ANSIBLE_CALLBACK_TREE_DIR=str(tree),
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
 
