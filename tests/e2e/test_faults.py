@@ -124,7 +124,8 @@ def test_daemon_failing_to_start_is_named_with_its_log_and_the_post_restart_task
 def test_unreachable_tray_stops_the_run_before_any_change(bed, reports):
     with fault(bed, "ssh-block", "rack1-tray03"):
         before = start_times(bed, RACK1[:2] + RACK2)
-        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"})
+        # A tray that drops SSH is unreachable once the connection times out: 3 s, not the default 10.
+        run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, ansible_ssh_timeout=3)
         assert run.rc != 0
         unreachable = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"}
         assert unreachable == {"rack1-tray03"}
