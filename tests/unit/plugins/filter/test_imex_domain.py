@@ -36,8 +36,10 @@ FILTER_DIR = os.path.join(ROOT, "plugins", "filter")
 
 def play_vars(source, limit=None):
     """``groups`` and ``hostvars`` as a play sees them, for an inventory path, with the vars plugin
-    rackscale.imex.group_tree enabled as this repository's ansible.cfg enables it."""
-    assert vars_loader.get("rackscale.imex.group_tree") is not None
+    rackscale.imex.group_tree enabled as this repository's ansible.cfg enables it: ansible-core runs
+    every vars plugin its loader has loaded, so loading it here enables it."""
+    if vars_loader.get("rackscale.imex.group_tree") is None:
+        raise RuntimeError("the vars plugin rackscale.imex.group_tree cannot be loaded")
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[source])
     variable_manager = VariableManager(loader=loader, inventory=inventory)
