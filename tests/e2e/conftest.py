@@ -165,6 +165,12 @@ def hook_record(rack, tray, which):
     return result.stdout.split() if result.returncode == 0 else None
 
 
+def clear_hook_records(rack, trays):
+    """Remove what HOOK recorded on the trays, so that the next run's records are its own."""
+    for tray in trays:
+        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+
+
 def write_inventory(tmp_path, data, name="hosts.yml"):
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import hook_record, requires_rack, restart_hooks, run_playbook
+from conftest import clear_hook_records, hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -97,8 +97,7 @@ def test_dead_daemon_is_named_and_the_next_run_starts_it(bed, reports):
 
 def test_daemon_failing_to_start_is_named_with_its_log_and_the_post_restart_tasks_do_not_run(bed, reports, tmp_path):
     hooks = restart_hooks(tmp_path)
-    for tray in RACK1:
-        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(bed, RACK1)
     with fault(bed, "fail-start", "rack1-tray03"):
         # A daemon that will not start never makes its domain healthy: a short wait is enough.
         run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, imex_validate_timeout_s=10, **hooks)
@@ -116,8 +115,7 @@ def test_daemon_failing_to_start_is_named_with_its_log_and_the_post_restart_task
     # the pre-restart tasks left them.
     assert [hook_record(bed, tray, "pre")[0] for tray in RACK1] == ["rack1"] * 3
     assert [hook_record(bed, tray, "post") for tray in RACK1] == [None] * 3
-    for tray in RACK1:
-        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(bed, RACK1)
     converges(bed, reports)
 
 
@@ -187,8 +185,7 @@ def test_blocked_command_port_shows_the_node_unavailable(bed, reports):
 
 def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports, tmp_path):
     hooks = restart_hooks(tmp_path)
-    for tray in RACK1 + RACK2:
-        bed.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(bed, RACK1 + RACK2)
     with fault(bed, "nodelist-edit", "rack1-tray02", inject=["--restart"], healed=False):
         run = validate(bed, reports)
         assert run.rc != 0

@@ -7,7 +7,7 @@ stops, so the next run still sees the change. imex_allow_busy_restart=true appli
 """
 from __future__ import annotations
 
-from conftest import HOOK, hook_record, requires_rack, restart_hooks, run_playbook
+from conftest import HOOK, clear_hook_records, hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -117,8 +117,7 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
     assert site(rack, tmp_path).rc == 0
     options = restart_hooks(tmp_path)
     trays = rack.trays_of(1)
-    for tray in trays:
-        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(rack, trays)
 
     before = daemon_pids(rack)
     run = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
@@ -129,7 +128,7 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
         assert hook_record(rack, tray, "pre") == ["rack1", ",".join(trays), old_pid]
         assert hook_record(rack, tray, "post") == ["rack1", ",".join(trays), new_pid]
         assert old_pid != new_pid
-        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(rack, trays)
 
     # No restart, no hooks.
     unchanged = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
@@ -146,8 +145,7 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
     assert [hook_record(rack, tray, "pre") is not None for tray in trays] == [True] * len(trays)
     assert [hook_record(rack, tray, "post") for tray in trays] == [None] * len(trays)
     assert daemon_pids(rack) == after
-    for tray in trays:
-        rack.ssh(tray, "rm", "-f", "/run/imex-hook-pre", "/run/imex-hook-post")
+    clear_hook_records(rack, trays)
     site(rack, tmp_path)
 
 
