@@ -24,12 +24,66 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
 
 # Set on every host by the vars plugin rackscale.imex.group_tree: {group: [its direct child groups]}.
 GROUP_CHILDREN_VAR = "imex_group_children"
+# A tray's domain, named by a host variable (a domain group's group_vars, discover.yml, or a
+# constructed inventory): no ansible.cfg setting needed.
+DOMAIN_VAR = "imex_domain"
 ENABLE_GROUP_TREE = (
-    "enable the vars plugin rackscale.imex.group_tree, which gives plays the inventory's group tree: "
-    "vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in the [defaults] section of "
-    "ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree), or pass "
-    "domains=[...] with the child groups of %s"
+    "set imex_domain on every tray to the name of its domain group (for example imex_domain: rack07 in "
+    "group_vars/rack07.yml), or enable the vars plugin rackscale.imex.group_tree, which gives plays the "
+    "inventory's group tree: vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in the "
+    "[defaults] section of ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree); "
+    "the domain groups are the child groups of %s"
 )
+
+
+def _declared_domains(groups, hostvars, parent):
+    """({host: domain} from imex_domain for the trays of ``parent`` that set it, [problem])."""
+    declared, problems = {}, []
+    for host in groups.get(parent) or ():
+        try:
+            value = hostvars[host].get(DOMAIN_VAR)
+        except (KeyError, AnsibleError, AttributeError) as exc:
+            problems.append("tray %s: %s cannot be read: %s" % (host, DOMAIN_VAR, exc))
+            continue
+        if value not in (None, ""):
+            declared[str(host)] = str(value)
+    return declared, problems
+
+
+def _domains_from_variable(groups, declared, tree, parent):
+    """(domain names, {domain: trays}, [problem]) from imex_domain, checked against the group tree
+    where the vars plugin gives it: the two must agree."""
+    problems = []
+    hosts = [str(host) for host in groups.get(parent) or ()]
+    missing = [host for host in hosts if host not in declared]
+    if missing:
+        problems.append("trays %s set no %s while other trays of %s do; set it on every tray (the name of its "
+                        "domain group)" % (", ".join(missing), DOMAIN_VAR, parent))
+    names, members = [], {}
+    for host in hosts:
+        if host in declared:
+            name = declared[host]
+            if name not in members:
+                names.append(name)
+                members[name] = []
+            if host not in members[name]:
+                members[name].append(host)
+    if tree is not None:
+        in_tree = {}
+        for child in tree:
+            for host in groups.get(child) or ():
+                in_tree.setdefault(str(host), []).append(child)
+        disagree = ["%s (%s = %s, group %s)" % (host, DOMAIN_VAR, declared[host], ", ".join(in_tree.get(host) or ["none"]))
+                    for host in hosts if host in declared and in_tree.get(host, []) != [declared[host]]]
+        if disagree:
+            problems.append("%s and the child groups of %s disagree on trays %s; make them name the same domain"
+                            % (DOMAIN_VAR, parent, "; ".join(disagree)))
+    for name in names:
+        grouped = [str(host) for host in groups.get(name) or () if str(host) in hosts]
+        if name in groups and sorted(grouped) != sorted(members[name]):
+            problems.append("%s = %s on %s, but group %s holds %s; make them name the same trays"
+                            % (DOMAIN_VAR, name, ", ".join(members[name]), name, ", ".join(grouped) or "none of them"))
+    return names, members, problems
 
 
 def _child_groups(groups, hostvars, parent):
@@ -130,19 +184,29 @@ def imex_domain_model(groups, hostvars, parent=DEFAULT_PARENT, max_nodes=DEFAULT
         raise AnsibleFilterError(
             "imex_domain_model needs hostvars as its first argument, got %s" % type(hostvars).__name__
         )
+    plain_groups = {str(name): [str(host) for host in hosts or ()] for name, hosts in groups.items()}
     if domains is None:
-        domain_groups = _child_groups(groups, hostvars, parent)
-        if domain_groups is None:
+        tree = _child_groups(groups, hostvars, parent)
+        declared, problems = _declared_domains(plain_groups, hostvars, parent)
+        if declared:
+            domain_groups, members, more = _domains_from_variable(plain_groups, declared, tree, parent)
+            problems.extend(more)
+            # The variable names the trays of each domain, whether or not a group of that name exists.
+            plain_groups.update(members)
+        elif tree is None:
             raise AnsibleFilterError(
-                "imex_domain_model cannot see the inventory's group tree (no tray of %s has %s): %s"
-                % (parent, GROUP_CHILDREN_VAR, ENABLE_GROUP_TREE % parent)
+                "imex_domain_model cannot tell the IMEX domains (no tray of %s sets %s, and none has %s): %s"
+                % (parent, DOMAIN_VAR, GROUP_CHILDREN_VAR, ENABLE_GROUP_TREE % parent)
             )
+        else:
+            domain_groups = tree
+        if problems:
+            raise AnsibleFilterError(str(DomainModelError(problems)))
     elif isinstance(domains, str) or not isinstance(domains, (list, tuple)):
         raise AnsibleFilterError("domains must be a list of group names, got %s" % type(domains).__name__)
     else:
         domain_groups = [str(name) for name in domains]
 
-    plain_groups = {str(name): [str(host) for host in hosts or ()] for name, hosts in groups.items()}
     host_vars, problems = _needed_host_vars(plain_groups, hostvars, [parent] + domain_groups)
     if problems:
         raise AnsibleFilterError(str(DomainModelError(problems)))

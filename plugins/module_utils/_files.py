@@ -121,16 +121,21 @@ def read_bytes(path):
         raise FileOpError("cannot read %s: %s" % (path, _os_reason(exc))) from exc
 
 
+def _stat_fields(st):
+    return dict(ctime=st.st_ctime, uid=st.st_uid, gid=st.st_gid, mode="%04o" % stat.S_IMODE(st.st_mode))
+
+
 def describe_file(path):
     """What a write of ``path`` would compare against, read once for a play to decide on.
 
-    Returns {exists, sha256, content, uid, gid, mode, error}: the target's bytes as their SHA-256
-    and, when they are UTF-8, as text; owner, group and permission bits as numbers and an octal
-    string. ``error`` names what made the file unreadable (then the other keys are null), so the
-    caller runs the write module, which reports it properly. Symbolic links are followed as
-    :func:`replace_file` follows them.
+    Returns {exists, sha256, content, ctime, uid, gid, mode, error}: the target's bytes as their
+    SHA-256 and, when they are UTF-8, as text; its inode change time (epoch seconds); owner, group
+    and permission bits as numbers and an octal string. ``error`` names what made the file
+    unreadable (then the other keys are null), so the caller runs the write module, which reports
+    it properly. Symbolic links are followed as :func:`replace_file` follows them.
     """
-    described = dict(exists=False, sha256=None, content=None, uid=None, gid=None, mode=None, error=None)
+    described = dict(exists=False, sha256=None, content=None, ctime=None, uid=None, gid=None, mode=None,
+                     error=None)
     try:
         data = read_bytes(path)
         if data is None:
@@ -139,12 +144,33 @@ def describe_file(path):
     except (FileOpError, OSError) as exc:
         described["error"] = str(exc)
         return described
-    described.update(exists=True, sha256=hashlib.sha256(data).hexdigest(), uid=st.st_uid, gid=st.st_gid,
-                     mode="%04o" % stat.S_IMODE(st.st_mode))
+    described.update(exists=True, sha256=hashlib.sha256(data).hexdigest(), **_stat_fields(st))
     try:
         described["content"] = data.decode("utf-8")
     except UnicodeDecodeError:
         pass  # the hash still says whether the bytes match; an edit in place needs the module
+    return described
+
+
+def stat_file(path):
+    """{exists, ctime, uid, gid, mode, error} of ``path`` without opening it.
+
+    For files whose content must never leave the host (TLS keys): the caller learns whether the
+    file is there, since when (ctime: content, owner and mode changes all move it) and how it is
+    protected. Symbolic links are followed and only regular files count, as in :func:`describe_file`.
+    """
+    described = dict(exists=False, ctime=None, uid=None, gid=None, mode=None, error=None)
+    try:
+        st = os.stat(_resolve_target(path))
+    except FileNotFoundError:
+        return described
+    except OSError as exc:
+        described["error"] = "cannot inspect %s: %s" % (path, _os_reason(exc))
+        return described
+    if not stat.S_ISREG(st.st_mode):
+        described["error"] = "%s exists but is not a regular file" % (path,)
+        return described
+    described.update(exists=True, **_stat_fields(st))
     return described
 
 

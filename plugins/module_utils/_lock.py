@@ -7,7 +7,7 @@
 The lock is a small JSON file::
 
     {"owner": "<run id>", "since": <epoch seconds>, "since_utc": "YYYY-MM-DD HH:MM:SS UTC",
-     "hostname": "<tray>"}
+     "hostname": "<tray>", "stale_after": <seconds>}
 
 * Acquire creates it by hard-linking a fully written file into place (link fails when the name
   exists): of two runs that find the tray free, exactly one gets it, and no run ever reads a lock
@@ -26,6 +26,9 @@ The lock is a small JSON file::
   further than ``MAX_SKEW`` seconds in the future is refused (it would never become stale).
 * The same owner taking its lock again with ``refresh`` writes a new ``since``, so that a run
   longer than ``stale_after`` is not taken over while it works, and fails if the lock changed hands.
+* The holder records its own ``stale_after``; another run takes the lock over only once it is older
+  than the larger of that and its own (0, never, being the largest), so a long run that allowed
+  itself hours is not taken over by one that expects minutes.
 
 Time stamps come from ``time.time()``, deadlines from ``time.monotonic()`` and waiting from
 ``time.sleep()`` (looked up at call time, so tests can replace them). Errors are raised as :class:`LockError` with a message naming the path and, for
@@ -62,15 +65,16 @@ class LockError(DetailedError):
 class Found:
     """A lock file as found on disk."""
 
-    __slots__ = ("owner", "since", "hostname", "ino", "problem", "record")
+    __slots__ = ("owner", "since", "hostname", "ino", "problem", "record", "stale_after")
 
-    def __init__(self, owner, since, hostname, ino, problem=None, record=None):
+    def __init__(self, owner, since, hostname, ino, problem=None, record=None, stale_after=None):
         self.owner = owner          # None when the file is not a readable lock
         self.since = since          # epoch seconds; the file's mtime when unreadable
         self.hostname = hostname
         self.ino = ino
         self.problem = problem      # why the file is not a readable lock, else None
         self.record = record        # the parsed JSON object when readable
+        self.stale_after = stale_after  # the holder's own stale_after; None when it recorded none
 
     def label(self):
         if self.owner is not None:
@@ -91,8 +95,31 @@ def utc_text(epoch):
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
 
 
-def new_record(owner, now, hostname):
-    return {"owner": owner, "since": round(now, 3), "since_utc": utc_text(now), "hostname": hostname}
+def new_record(owner, now, hostname, stale_after):
+    return {"owner": owner, "since": round(now, 3), "since_utc": utc_text(now), "hostname": hostname,
+            "stale_after": stale_after}
+
+
+def _recorded_stale_after(record):
+    """The holder's stale_after from its record, or None when it has none that can be used."""
+    value = record.get("stale_after")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return int(value) if value == int(value) else value
+
+
+def effective_stale_after(own, recorded):
+    """Seconds after which a lock counts as abandoned, for a run with ``own`` finding ``recorded``.
+
+    The larger of the two wins, 0 (never) counting as the largest: the holder knows how long its
+    run may take. Locks written before the holder recorded its value (``recorded`` None) keep the
+    earlier rule: the taker's own value alone.
+    """
+    if recorded is None:
+        return own
+    if own == 0 or recorded == 0:
+        return 0
+    return max(own, recorded)
 
 
 def _parse(data):
@@ -152,7 +179,8 @@ def read_lock(path):
         return Found(None, st.st_mtime, None, st.st_ino, problem="%s: %s" % (problem, path))
     hostname = record.get("hostname")
     return Found(record["owner"], float(record["since"]),
-                 hostname if isinstance(hostname, str) else None, st.st_ino, record=record)
+                 hostname if isinstance(hostname, str) else None, st.st_ino, record=record,
+                 stale_after=_recorded_stale_after(record))
 
 
 def create(path, record, replace=False):
@@ -296,44 +324,60 @@ def _age_text(age):
     return "%d s ago" % round(age)
 
 
+def _stale_after_source(own, recorded):
+    """Whose stale_after decides, for the messages."""
+    if recorded is None or effective_stale_after(own, recorded) == own:
+        return "stale_after"
+    return "the stale_after its holder recorded, larger than this run's %d" % own
+
+
 def held_message(found, path, tray, now, waited=None, wait=0, stale_after=0):
-    """The failure message for a lock held by another run."""
+    """The failure message for a lock held by another run (``stale_after``: this run's own)."""
     message = ("rack tray is locked by %s since %s (%s); another rackscale.imex run is working on "
                "this domain; wait for it or, if it crashed, remove %s on %s"
                % (found.label(), utc_text(found.since), _age_text(now - found.since), path, tray))
     notes = []
     if wait:
         notes.append("gave up after waiting %d s (wait=%d)" % (round(waited or 0), wait))
-    if stale_after:
-        notes.append("a lock older than %d s (stale_after) is taken over automatically" % stale_after)
+    effective = effective_stale_after(stale_after, found.stale_after)
+    if effective:
+        notes.append("a lock older than %d s (%s) is taken over automatically"
+                     % (effective, _stale_after_source(stale_after, found.stale_after)))
+    elif stale_after:
+        notes.append("its holder recorded stale_after=0: this lock is never taken over")
     else:
         notes.append("stale_after=0: abandoned locks are never taken over")
     return "%s (%s)" % (message, "; ".join(notes))
 
 
-def _result(owner, changed, found, waited, took_over=False, lock=None):
-    # No "path" key: AnsibleModule.exit_json would add that file's attributes, its owner among them.
+def _holder_details(found):
+    """The keys of a result that describe the lock found (None: there was none)."""
     return {
-        "changed": changed,
-        "owner": owner,
         "holder": found.owner if found is not None else None,
         "since": found.since if found is not None else None,
-        "took_over": took_over,
-        "waited": round(waited, 1),
-        "lock": lock,
+        "holder_stale_after": found.stale_after if found is not None else None,
     }
+
+
+def _result(owner, changed, found, waited, took_over=False, lock=None):
+    # No "path" key: AnsibleModule.exit_json would add that file's attributes, its owner among them.
+    result = {"changed": changed, "owner": owner}
+    result.update(_holder_details(found))
+    result.update(took_over=took_over, waited=round(waited, 1), lock=lock)
+    return result
 
 
 def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False, hostname=None,
             refresh_own=False):
     """Take the lock for ``owner``; returns the module result or raises :class:`LockError`.
 
-    ``holder``/``since`` in the result describe the lock found before acting: None when the tray
-    was free, ``owner`` on a re-acquire, the crashed run on a takeover. ``lock`` is the record that
-    is (check mode: would be) in the file afterwards. A lock held by another owner is waited for
-    up to ``wait`` seconds, polling every ``interval``; a lock older than ``stale_after`` seconds
-    (0: never) is taken over. With ``refresh_own``, the owner's own lock gets a new since. Check
-    mode waits and fails the same way but writes nothing.
+    ``holder``/``since``/``holder_stale_after`` in the result describe the lock found before
+    acting: None when the tray was free, ``owner`` on a re-acquire, the crashed run on a takeover.
+    ``lock`` is the record that is (check mode: would be) in the file afterwards; it records
+    ``stale_after``. A lock held by another owner is waited for up to ``wait`` seconds, polling every
+    ``interval``; a lock older than :func:`effective_stale_after` of ``stale_after`` and the one its
+    holder recorded (0: never) is taken over. With ``refresh_own``, the owner's own lock gets a new
+    since. Check mode waits and fails the same way but writes nothing.
     """
     tray = hostname or socket.gethostname()
     if not check_mode or os.path.isdir(os.path.dirname(os.path.abspath(path))):
@@ -349,10 +393,9 @@ def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False,
                             "%d s): it would never become stale; check the clocks, and remove the file once "
                             "that run is gone" % (path, tray, found.label(), utc_text(found.since),
                                                   round(found.since - now), MAX_SKEW),
-                            owner=owner, holder=found.owner, since=found.since, took_over=False,
-                            waited=round(waited, 1))
+                            owner=owner, took_over=False, waited=round(waited, 1), **_holder_details(found))
         if found is None:
-            record = new_record(owner, now, tray)
+            record = new_record(owner, now, tray, stale_after)
             if check_mode:
                 return _result(owner, True, None, waited, lock=record)
             if create(path, record):
@@ -361,20 +404,20 @@ def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False,
         if found.owner == owner:
             if not refresh_own:
                 return _result(owner, False, found, waited, lock=found.record)
-            record = new_record(owner, now, tray)
+            record = new_record(owner, now, tray, stale_after)
             if check_mode or refresh(path, found, record):
                 return _result(owner, True, found, waited, lock=record)
             continue  # taken over meanwhile; look at the new holder
-        if stale_after and now - found.since > stale_after:
-            record = new_record(owner, now, tray)
+        limit = effective_stale_after(stale_after, found.stale_after)
+        if limit and now - found.since > limit:
+            record = new_record(owner, now, tray, stale_after)
             if check_mode or take_over(path, found, record):
                 return _result(owner, True, found, waited, took_over=True, lock=record)
             continue  # the lock changed hands meanwhile; look again
         left = deadline - time.monotonic()
         if left <= 0:
             raise LockError(held_message(found, path, tray, now, waited, wait, stale_after),
-                            owner=owner, holder=found.owner, since=found.since,
-                            took_over=False, waited=round(waited, 1))
+                            owner=owner, took_over=False, waited=round(waited, 1), **_holder_details(found))
         time.sleep(max(0.0, min(interval, left)))
 
 
@@ -394,7 +437,7 @@ def release(path, owner, check_mode=False, hostname=None):
             "refusing to release %s on %s: the lock is held by %s since %s (%s), not by %s; only the "
             "run that took it releases it (if that run crashed, remove %s by hand)"
             % (path, tray, found.label(), utc_text(found.since), _age_text(now - found.since), owner, path),
-            owner=owner, holder=found.owner, since=found.since, took_over=False, waited=0.0)
+            owner=owner, took_over=False, waited=0.0, **_holder_details(found))
     if check_mode:
         return _result(owner, True, found, 0.0)
     with _Guard(path):
@@ -405,6 +448,5 @@ def release(path, owner, check_mode=False, hostname=None):
                 raise LockError(
                     "refusing to release %s on %s: while releasing, the lock passed from %s to %s"
                     % (path, tray, owner, current.label()),
-                    owner=owner, holder=current.owner, since=current.since, took_over=False,
-                    waited=0.0)
+                    owner=owner, took_over=False, waited=0.0, **_holder_details(current))
     return _result(owner, removed, found, 0.0)

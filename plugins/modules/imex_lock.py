@@ -20,7 +20,7 @@ description:
     different controllers.
   - Taking the lock is atomic, the file is created with C(O_CREAT|O_EXCL); of two runs that find
     the tray free, exactly one gets it. The file holds JSON with the owner, the time it was taken
-    (C(since), epoch seconds, and C(since_utc)) and the tray's host name.
+    (C(since), epoch seconds, and C(since_utc)), the tray's host name and the holder's O(stale_after).
   - The same O(owner) taking the lock again is a no-op (C(changed=false)), so the lock can be
     taken at several points of one run; with O(refresh=true) it writes a new C(since), so that a run
     longer than O(stale_after) is not taken over while it works. Either way the task fails when the
@@ -29,7 +29,8 @@ description:
     message naming the holder and since when.
   - A lock older than O(stale_after) seconds is taken to be abandoned by a run that was killed
     before it could release it, and is taken over; RV(took_over), RV(holder) and a warning report
-    the old owner.
+    the old owner. When the holder recorded a larger O(stale_after) (or V(0)) in the lock, that one
+    counts, so a long run is not taken over by a run expecting shorter ones.
   - Releasing removes the lock only when O(owner) holds it; a lock held by anyone else is never
     removed.
 options:
@@ -70,6 +71,10 @@ options:
     description:
       - A lock older than this many seconds is considered abandoned by a crashed run and is taken
         over. Must exceed the longest run; V(0) never takes a lock over.
+      - It is recorded in the lock this task takes, and another run honours the larger of its own
+        and the recorded one (V(0), never, counting as the largest); RV(holder_stale_after) reports
+        the value found. Locks written by earlier releases, which record none, are judged by this
+        option alone.
       - A lock file that cannot be read as a lock (for example empty) counts as held by an unknown
         owner since its modification time.
     type: int
@@ -146,6 +151,7 @@ EXAMPLES = r"""
   rackscale.imex.imex_lock:
     owner: "{{ imex_run_owner }}"
     stale_after: 7200
+  # A run that holds this lock and recorded stale_after 10800 is taken over only after 3 hours.
 """
 
 RETURN = r"""
@@ -168,8 +174,19 @@ since:
   returned: always
   type: float
   sample: 1738324682.25
+holder_stale_after:
+  description:
+    - The O(stale_after) RV(holder) recorded in its lock, seconds (V(0) - never taken over).
+    - V(null) when there was no lock, the lock could not be read, or it was written by an earlier
+      release that recorded none (then O(stale_after) alone decides).
+  returned: always
+  type: int
+  sample: 7200
+  version_added: 0.3.0
 took_over:
-  description: True when an abandoned lock (older than O(stale_after)) was (check mode - would be) taken over.
+  description:
+    - True when an abandoned lock was (check mode - would be) taken over, one older than O(stale_after)
+      or RV(holder_stale_after), whichever is larger.
   returned: always
   type: bool
   sample: false
@@ -197,6 +214,11 @@ lock:
     hostname:
       description: Host name of the tray holding the lock file.
       type: str
+    stale_after:
+      description:
+        - O(stale_after) of the run holding the lock; absent from locks written by earlier releases.
+      type: int
+      version_added: 0.3.0
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -205,6 +227,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._lock import (
     DEFAULT_PATH,
     LockError,
     acquire,
+    effective_stale_after,
     release,
     utc_text,
 )
@@ -242,7 +265,7 @@ def main():
                              stale_after=params["stale_after"], check_mode=module.check_mode,
                              refresh_own=params["refresh"])
     except LockError as exc:
-        details = dict(owner=owner, holder=None, since=None, took_over=False, waited=0.0)
+        details = dict(owner=owner, holder=None, since=None, holder_stale_after=None, took_over=False, waited=0.0)
         details.update(exc.details)
         module.fail_json(msg=exc.message, **details)
 
@@ -253,11 +276,13 @@ def main():
                     "again; another run may have worked on this domain meanwhile"
                     % (params["path"], "would be taken" if module.check_mode else "taken"))
     if result["took_over"]:
-        module.warn("%s: %s the abandoned lock of %s taken %s (older than stale_after=%d s); that run is "
+        limit = effective_stale_after(params["stale_after"], result["holder_stale_after"])
+        module.warn("%s: %s the abandoned lock of %s taken %s (older than stale_after=%d s%s); that run is "
                     "assumed to have crashed"
                     % (params["path"], "would take over" if module.check_mode else "took over",
                        result["holder"] or "an unknown owner (unreadable lock file)",
-                       utc_text(result["since"]), params["stale_after"]))
+                       utc_text(result["since"]), limit,
+                       ", as its holder recorded" if limit != params["stale_after"] else ""))
     module.exit_json(**result)
 
 

@@ -19,31 +19,54 @@ description:
     C(Success), a non-zero CliqueId and a non-zero ClusterUUID, and all GPUs agree on both.
   - ClusterUUID identifies the NVLink domain (rack) and CliqueId the NVLink partition; all trays of
     one IMEX domain must report the same pair. Compare RV(cluster_uuid) and RV(clique_id) across trays.
-  - Describes each file of O(files) (checksum, text, owner, group, mode) and reports the state of each
-    systemd unit of O(services), for example so that M(rackscale.imex.imex_nodes_config) and
-    M(rackscale.imex.imex_config) run only where they would change something.
+  - Describes each file of O(files) (checksum, text, change time, owner, group, mode) and reports the
+    state of each systemd unit of O(services) and since when its main process runs, for example so
+    that M(rackscale.imex.imex_nodes_config) and M(rackscale.imex.imex_config) run only where they
+    would change something, and so that a daemon started before its config last changed is seen.
+  - With O(fabric=false) it skips C(nvidia-smi -q), for a cheap read of what runs on the tray right
+    now (O(compute_apps), O(slurm_state), O(services)), for example just before a restart.
   - Read-only; changes nothing on the target.
 options:
   nvidia_smi:
     description:
       - Path of the C(nvidia-smi) binary. By default it is searched on E(PATH) and in C(/usr/bin).
     type: path
+  fabric:
+    description:
+      - Read the NVLink fabric registration of every GPU (C(nvidia-smi -q)) and report RV(fabric_ok),
+        RV(problems), RV(gpus), RV(cluster_uuid), RV(clique_id) and RV(driver_version).
+      - With V(false), C(nvidia-smi -q) does not run and none of those keys is returned; O(strict) is
+        then ignored, and C(nvidia-smi) is needed only for O(compute_apps).
+    type: bool
+    default: true
+    version_added: 0.3.0
   strict:
     description:
       - Fail when the tray is not ready (GPUs disagree, State not C(Completed), Status not C(Success),
         CliqueId 0 or N/A, ClusterUUID all-zero or N/A). The message lists every problem.
       - With V(false) the module succeeds and reports RV(fabric_ok=false) and RV(problems).
+      - Ignored with O(fabric=false).
     type: bool
     default: true
   files:
     description:
-      - Files to describe in RV(files). Symbolic links are followed.
+      - Files to describe in RV(files), content included. Symbolic links are followed.
     type: list
     elements: path
     default: []
+  stat_files:
+    description:
+      - Files to describe in RV(stat_files) without reading them (existence, change time, owner,
+        group, mode), for files whose content must never be in a result, such as TLS private keys.
+        Symbolic links are followed.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.3.0
   services:
     description:
-      - systemd units whose state (C(systemctl is-active)) to report in RV(services).
+      - systemd units whose state (C(systemctl is-active)) to report in RV(services), and for those that
+        are active when their main process started (C(systemctl show)) in RV(services_started).
     type: list
     elements: str
     default: []
@@ -61,10 +84,18 @@ options:
     default: false
   slurm_state:
     description:
-      - Also report this node's Slurm state (C(scontrol show node <short host name>)) in RV(slurm_state)
-        when C(scontrol) is installed.
+      - Also report this node's Slurm state (C(scontrol show node <slurm_node_name> --oneliner)) in
+        RV(slurm) and RV(slurm_state).
     type: bool
     default: false
+  slurm_node_name:
+    description:
+      - The Slurm NodeName of this tray, asked of C(scontrol) with O(slurm_state=true); it can differ
+        from the host name on a cluster whose C(slurm.conf) names its nodes otherwise.
+      - Default the tray's short host name (up to the first dot).
+      - Must be one node name (no blanks, commas or brackets, not starting with C(-)).
+    type: str
+    version_added: 0.3.0
   channels:
     description:
       - IMEX channels to check against what M(rackscale.imex.imex_channel) would make of them, with the
@@ -112,9 +143,11 @@ notes:
   - Fabric registration is done by the NVLink fabric (NMX / fabric manager). A GPU stuck in
     C(In Progress) or with Status C(Insufficient Resources) cannot be fixed by IMEX configuration.
   - Needs coreutils C(timeout), which stops C(nvidia-smi) after 120 seconds so that a stuck GPU cannot
-    hang the play, and C(systemctl is-active) after 30 seconds the same way.
-  - RV(files) and RV(services) are what the tray held when it was read; a play that decides on them
-    acts on that moment.
+    hang the play, and C(systemctl), C(scontrol) and C(nvidia-imex --version) after 30 seconds the same way.
+  - RV(files), RV(stat_files) and RV(services) are what the tray held when it was read; a play that
+    decides on them acts on that moment.
+  - A daemon whose RV(services_started) is earlier than the RV(files) C(ctime) of its config runs an
+    older config than the one on disk. Both times come from the tray's own clock.
 seealso:
   - module: rackscale.imex.imex_status
   - module: rackscale.imex.imex_nodes_config
@@ -139,15 +172,35 @@ EXAMPLES = r"""
     files:
       - /etc/nvidia-imex/nodes_config.cfg
       - /etc/nvidia-imex/config.cfg
+    stat_files:
+      - /etc/nvidia-imex/tls/server.key
     services:
       - nvidia-imex
   register: tray_info
+
+- name: The daemon runs an older config than the one on disk
+  ansible.builtin.debug:
+    msg: nvidia-imex started before its config last changed
+  when:
+    - tray_info.services_started['nvidia-imex'] is not none
+    - tray_info.files['/etc/nvidia-imex/config.cfg'].ctime is not none
+    - tray_info.services_started['nvidia-imex'] < tray_info.files['/etc/nvidia-imex/config.cfg'].ctime
+
+- name: What runs here right now, without reading the fabric
+  rackscale.imex.imex_tray_info:
+    fabric: false
+    compute_apps: true
+    slurm_state: true
+    slurm_node_name: gpu-a07
+    services:
+      - nvidia-imex
+  register: tray_activity
 """
 
 RETURN = r"""
 driver_version:
   description: The driver release C(nvidia-smi -q) reports; V(null) when it prints none.
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: str
   sample: 580.95.09
 imex_version:
@@ -164,13 +217,39 @@ compute_apps:
   elements: dict
   sample: [{pid: 4242, name: python3, used_memory: 40960 MiB}]
 slurm_state:
-  description: This node's Slurm state, for example C(ALLOCATED+DRAIN); V(null) without C(scontrol) or when it gave none.
+  description:
+    - This node's Slurm state, for example C(ALLOCATED+DRAIN); V(null) without C(scontrol) or when it gave none.
+    - The same as RV(slurm.state), kept for callers of earlier releases.
   returned: when O(slurm_state) is true
   type: str
   sample: IDLE
+slurm:
+  description: What C(scontrol show node <slurm_node_name> --oneliner) said of this node.
+  returned: when O(slurm_state) is true
+  type: dict
+  version_added: 0.3.0
+  sample: {installed: true, node: rack1-tray02, state: MIXED+DRAIN, error: null}
+  contains:
+    installed:
+      description: Whether C(scontrol) is installed; without it RV(slurm.state) and RV(slurm.error) are V(null).
+      type: bool
+    node:
+      description: The node name asked (O(slurm_node_name), or the short host name).
+      type: str
+    state:
+      description: The node's State=, for example C(IDLE) or C(ALLOCATED+DRAIN); V(null) when C(scontrol) gave none.
+      type: str
+    error:
+      description:
+        - Why there is no state although C(scontrol) is installed, in one line of at most 300 characters;
+          V(null) when there is a state or no C(scontrol).
+        - 'The first line C(scontrol) printed when it exited non-zero, for example C(Node X not found) for
+          a name that is not a Slurm NodeName, or C(slurm_load_node error: Unable to contact slurm controller)
+          when C(slurmctld) is unreachable; else that it hung, or answered without State=.'
+      type: str
 gpus:
   description: Fabric information of every GPU, in C(nvidia-smi) order. N/A values are V(null).
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: list
   elements: dict
   contains:
@@ -208,24 +287,24 @@ cluster_uuid:
   description:
     - The ClusterUUID shared by every GPU.
     - V(null) unless every GPU completed registration and all report the same non-zero value.
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: str
   sample: 5f0a8c2e-1b3d-4e6f-8a9b-0c1d2e3f4a5b
 clique_id:
   description:
     - The CliqueId shared by every GPU.
     - V(null) unless every GPU completed registration and all report the same non-zero value.
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: int
   sample: 32766
 fabric_ok:
   description: True when RV(problems) is empty.
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: bool
   sample: true
 problems:
   description: One sentence per problem, naming the GPUs.
-  returned: success
+  returned: when O(fabric) is true (the default)
   type: list
   elements: str
   sample:
@@ -247,6 +326,7 @@ files:
       exists: true
       sha256: 4b2c0b0c8e6f1f0ec5bb2a33fa0cf0b1a4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9
       content: "198.18.1.1\n198.18.1.2\n"
+      ctime: 1764079311.482913
       uid: 0
       gid: 0
       mode: "0644"
@@ -261,6 +341,12 @@ files:
     content:
       description: The file's text; null when it does not exist or is not UTF-8.
       type: str
+    ctime:
+      description:
+        - The file's inode change time (C(st_ctime)), epoch seconds; null when it does not exist.
+        - Moves with every change of content, owner or mode, and cannot be set back by C(touch).
+      type: float
+      version_added: 0.3.0
     uid:
       description: Owner of the file.
       type: int
@@ -273,6 +359,38 @@ files:
     error:
       description: Why the file could not be read (then the other keys are null), for example not a regular file.
       type: str
+stat_files:
+  description: Each path of O(stat_files) mapped to what C(stat) says of it; the content is never read.
+  returned: success
+  type: dict
+  version_added: 0.3.0
+  sample:
+    /etc/nvidia-imex/tls/server.key:
+      exists: true
+      ctime: 1764079311.482913
+      uid: 0
+      gid: 0
+      mode: "0600"
+      error: null
+  contains:
+    exists:
+      description: The path is a file (a link is described by its target).
+      type: bool
+    ctime:
+      description: The file's inode change time (C(st_ctime)), epoch seconds; null when it does not exist.
+      type: float
+    uid:
+      description: Owner of the file.
+      type: int
+    gid:
+      description: Group of the file.
+      type: int
+    mode:
+      description: Permission bits, in octal.
+      type: str
+    error:
+      description: Why the file could not be inspected (then the other keys are null), for example not a regular file.
+      type: str
 services:
   description:
     - Each unit of O(services) mapped to the first word C(systemctl is-active) printed (C(active),
@@ -281,14 +399,25 @@ services:
   returned: success
   type: dict
   sample: {nvidia-imex: active}
+services_started:
+  description:
+    - Each unit of O(services) mapped to when its main process started, epoch seconds
+      (C(ExecMainStartTimestampMonotonic), else C(ActiveEnterTimestampMonotonic), moved onto the
+      tray's wall clock).
+    - Null when the unit is not active (RV(services) other than C(active)) or the time cannot be read.
+  returned: success
+  type: dict
+  version_added: 0.3.0
+  sample: {nvidia-imex: 1764079325.118204}
 raw:
   description: Output of nvidia-smi that could not be parsed.
-  returned: when the output could not be parsed
+  returned: when the output of C(nvidia-smi -q) could not be parsed
   type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 import socket
+import time
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
@@ -297,16 +426,17 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     PATH_DEFAULTS,
     predict_channels,
 )
-from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file
+from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file, stat_file
 
 _SMI_TIMEOUT_SECONDS = 120
 _SYSTEMCTL_TIMEOUT_SECONDS = 30
+# Characters that make scontrol read a node list or an option instead of one node name.
+_NOT_IN_NODE_NAME = frozenset(',[]')
 
 
-def service_states(module, runner, units):
+def service_states(runner, systemctl, units):
     """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
     states = dict((unit, None) for unit in units)
-    systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if units else None
     if not systemctl:
         return states
     for unit in units:
@@ -316,6 +446,33 @@ def service_states(module, runner, units):
         if words and not hung:
             states[unit] = words[0]
     return states
+
+
+def services_started(runner, systemctl, states):
+    """Map each unit to the epoch time its main process started, or None when it is not active or
+    systemd does not say.
+
+    systemd keeps each timestamp twice: as text in the local time zone, whose format changed across
+    systemd releases, and as microseconds of CLOCK_MONOTONIC. The monotonic value is a plain integer
+    precise to the microsecond, so it is read and moved onto the wall clock with the offset between
+    the two clocks read here, on the same kernel (a container shares its host's CLOCK_MONOTONIC).
+    """
+    started = dict((unit, None) for unit in states)
+    wall_minus_monotonic = time.time() - time.monotonic()
+    for unit, state in states.items():
+        if not systemctl or state != 'active':
+            continue
+        # A unit without a main process of its own (a oneshot that exited) has 0 for the first.
+        for prop in _activity.START_PROPERTIES:
+            rc, out, _err, hung = runner.run([systemctl, 'show', '-p', prop, '--value', '--', unit],
+                                             _SYSTEMCTL_TIMEOUT_SECONDS)
+            if hung or rc != 0:
+                break
+            usec = _activity.parse_monotonic_usec(out)
+            if usec is not None:
+                started[unit] = _activity.monotonic_to_epoch(usec, wall_minus_monotonic)
+                break
+    return started
 
 
 def compute_apps(runner, smi):
@@ -338,25 +495,59 @@ def imex_version(module, runner):
     return None if hung or rc != 0 else _ctl.parse_imex_version(out)
 
 
-def slurm_state(module, runner):
-    """This node's Slurm state, or None without scontrol or an answer."""
+def slurm_node(module, runner, node):
+    """{installed, node, state, error}: the Slurm state of ``node`` as scontrol reports it."""
     scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
-    if not scontrol:
-        return None
-    node = socket.gethostname().split('.')[0]
-    rc, out, _err, hung = runner.run([scontrol, 'show', 'node', node, '--oneliner'], _SYSTEMCTL_TIMEOUT_SECONDS)
-    return None if hung or rc != 0 else _activity.parse_slurm_state(out)
+    slurm = dict(installed=bool(scontrol), node=node, state=None, error=None)
+    if scontrol:
+        rc, out, err, hung = runner.run([scontrol, 'show', 'node', node, '--oneliner'], _SYSTEMCTL_TIMEOUT_SECONDS)
+        slurm.update(_activity.read_slurm_answer(node, rc, out, err, hung, _SYSTEMCTL_TIMEOUT_SECONDS))
+    return slurm
+
+
+def node_name_problem(name):
+    """Why ``name`` cannot be asked of scontrol as one node, or None."""
+    if not name:
+        return 'must not be empty'
+    if name.startswith('-'):
+        return 'must not start with "-" (scontrol would read it as an option)'
+    if any(char.isspace() or ord(char) < 32 or char in _NOT_IN_NODE_NAME for char in name):
+        return 'must be one Slurm node name, without blanks, control characters, "," or brackets'
+    return None
+
+
+def read_fabric(module, runner, smi):
+    """The tray's fabric summary and driver release from nvidia-smi -q; fails the module when unreadable."""
+    rc, out, err, hung = runner.run([smi, '-q'], _SMI_TIMEOUT_SECONDS)
+    if hung:
+        module.fail_json(msg='%s -q did not finish within %d s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
+                         rc=rc, stdout=out, stderr=err)
+    if rc != 0:
+        module.fail_json(msg='%s -q failed with rc %d: %s' % (smi, rc, (err or out).strip()[:1000]),
+                         rc=rc, stdout=out, stderr=err)
+    try:
+        gpus = _fabric.parse_smi_query(out)
+    except _fabric.SmiParseError as error:
+        module.fail_json(msg='cannot read the output of %s -q: %s' % (smi, error.message), raw=error.raw)
+    summary = _fabric.summarise_tray(gpus)
+    for warning in summary.pop('warnings'):
+        module.warn(warning)
+    summary['driver_version'] = _fabric.parse_driver_version(out)
+    return summary
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             nvidia_smi=dict(type='path'),
+            fabric=dict(type='bool', default=True),
             strict=dict(type='bool', default=True),
             files=dict(type='list', elements='path', default=[]),
+            stat_files=dict(type='list', elements='path', default=[]),
             services=dict(type='list', elements='str', default=[]),
             compute_apps=dict(type='bool', default=False),
             slurm_state=dict(type='bool', default=False),
+            slurm_node_name=dict(type='str'),
             imex_version=dict(type='bool', default=False),
             channels=dict(type='list', elements='dict', default=[], options=dict(
                 channel=dict(type='int', required=True),
@@ -371,43 +562,44 @@ def main():
         ),
         supports_check_mode=True,
     )
-    smi = module.params['nvidia_smi'] or module.get_bin_path('nvidia-smi', opt_dirs=['/usr/bin'])
-    if not smi:
-        module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
-                             'utilities or set nvidia_smi')
+    params = module.params
+    node = params['slurm_node_name']
+    if node is None:
+        node = socket.gethostname().split('.')[0]
+    elif params['slurm_state'] and node_name_problem(node):
+        module.fail_json(msg='slurm_node_name %r %s' % (node, node_name_problem(node)))
+
+    smi = None
+    # Without the fabric read, nvidia-smi is needed only for the compute processes.
+    if params['fabric'] or params['compute_apps']:
+        smi = params['nvidia_smi'] or module.get_bin_path('nvidia-smi', opt_dirs=['/usr/bin'])
+        if not smi:
+            module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
+                                 'utilities or set nvidia_smi')
 
     runner = BoundedRunner(module)
-    rc, out, err, hung = runner.run([smi, '-q'], _SMI_TIMEOUT_SECONDS)
-    if hung:
-        module.fail_json(msg='%s -q did not finish within %d s and was stopped' % (smi, _SMI_TIMEOUT_SECONDS),
-                         rc=rc, stdout=out, stderr=err)
-    if rc != 0:
-        module.fail_json(msg='%s -q failed with rc %d: %s' % (smi, rc, (err or out).strip()[:1000]),
-                         rc=rc, stdout=out, stderr=err)
-    try:
-        gpus = _fabric.parse_smi_query(out)
-    except _fabric.SmiParseError as error:
-        module.fail_json(msg='cannot read the output of %s -q: %s' % (smi, error.message), raw=error.raw)
-
-    summary = _fabric.summarise_tray(gpus)
-    for warning in summary.pop('warnings'):
-        module.warn(warning)
+    summary = read_fabric(module, runner, smi) if params['fabric'] else None
+    systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if params['services'] else None
+    states = service_states(runner, systemctl, params['services'])
     result = dict(changed=False,
-                  files=dict((path, describe_file(path)) for path in module.params['files']),
-                  services=service_states(module, runner, module.params['services']),
-                  driver_version=_fabric.parse_driver_version(out),
-                  **summary)
-    if module.params['imex_version']:
+                  files=dict((path, describe_file(path)) for path in params['files']),
+                  stat_files=dict((path, stat_file(path)) for path in params['stat_files']),
+                  services=states,
+                  services_started=services_started(runner, systemctl, states))
+    if summary is not None:
+        result.update(summary)
+    if params['imex_version']:
         result['imex_version'] = imex_version(module, runner)
-    if module.params['compute_apps']:
+    if params['compute_apps']:
         result['compute_apps'] = compute_apps(runner, smi)
-    if module.params['slurm_state']:
-        result['slurm_state'] = slurm_state(module, runner)
-    if module.params['channels']:
+    if params['slurm_state']:
+        result['slurm'] = slurm_node(module, runner, node)
+        result['slurm_state'] = result['slurm']['state']
+    if params['channels']:
         paths = dict(PATH_DEFAULTS)
-        paths['modprobe_path'] = module.params['channels_modprobe_path']
-        result['channels'] = predict_channels(module, module.params['channels'], **paths)
-    if module.params['strict'] and not summary['fabric_ok']:
+        paths['modprobe_path'] = params['channels_modprobe_path']
+        result['channels'] = predict_channels(module, params['channels'], **paths)
+    if summary is not None and params['strict'] and not summary['fabric_ok']:
         module.fail_json(msg='GPU fabric not ready for IMEX: ' + '; '.join(summary['problems']), **result)
     module.exit_json(**result)
 

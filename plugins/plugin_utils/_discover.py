@@ -67,7 +67,8 @@ def skeleton_of(trays, max_nodes):
             "hosts": {member["name"]: {var: member["vars"][var] for var in CONNECTION_VARS
                                        if member.get("vars", {}).get(var) is not None}
                       or None for member in members},
-            "vars": {"imex_domain_size": len(members)},
+            # imex_domain names each tray's domain without the group_tree vars plugin.
+            "vars": {"imex_domain_size": len(members), "imex_domain": names[key]},
         }
     inventory = {"all": {"children": {"imex_domains": {"children": children}}}}
     summary = ["%s: %d tray%s (%s)" % (name, len(members), "" if len(members) == 1 else "s", ", ".join(members))

@@ -5,6 +5,7 @@ simulated rack with tests/rack/simrack and always tears it down.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -109,12 +110,16 @@ def remove_runner_dirs():
 # second instead of the default 5 s keeps each proof short. No test here is about the interval.
 READ_INTERVAL = {"imex_validate_interval_s": 1}
 
+# The environment every playbook of these tests runs with (run_playbook adds a test's own on top).
+ANSIBLE_ENV = {"ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
 
 def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, limit=None, timeout=900,
-                 cmdline_vars=None, tags=None):
+                 cmdline_vars=None, tags=None, envvars=None):
     """Run playbooks/<playbook> (or a playbook at an absolute path) against `inventory` with
     ansible-runner; returns a PlaybookRun. cmdline_vars are given as `-e name=value` on the command
-    line, where every value arrives as a string, as from an operator's shell or an AWX survey."""
+    line, where every value arrives as a string, as from an operator's shell or an AWX survey.
+    envvars are set for ansible-playbook on top of ANSIBLE_ENV (ANSIBLE_VARS_ENABLED, say)."""
     private_data_dir = tempfile.mkdtemp(prefix="imex-runner-")
     RUNNER_DIRS.append(private_data_dir)
     cmdline = ["-e %s" % shlex.quote("%s=%s" % item) for item in (cmdline_vars or {}).items()]
@@ -131,7 +136,7 @@ def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, l
         extravars=dict(READ_INTERVAL, **(extravars or {})),
         limit=limit,
         cmdline=" ".join(cmdline) or None,
-        envvars={"ANSIBLE_CONFIG": os.path.join(REPO, "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
+        envvars=dict(ANSIBLE_ENV, **(envvars or {})),
         quiet=True,
         timeout=timeout,
     )
@@ -230,10 +235,11 @@ requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, po
 BED_LOCK = "/var/tmp/simrack-bed.lock"
 
 
-@pytest.fixture(scope="module")
-def simulated_rack(request):
-    """A rack per test module; size from the module's RACK_SHAPE = (racks, trays)."""
-    racks, trays = getattr(request.module, "RACK_SHAPE", (1, 4))
+@contextlib.contextmanager
+def simulated_bed(racks, trays):
+    """A simulated bed of `racks` x `trays` for the duration of a `with` block, always torn down.
+    One at a time: it waits for any other bed of this machine to come down first (BED_LOCK), so a
+    test module that needs two shapes brings up the second only once the first is down."""
     with open(BED_LOCK, "a", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
@@ -244,3 +250,11 @@ def simulated_rack(request):
             # The state dir holds the record `simrack down` needs: removed only once the bed is down.
             rack.down()
             shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def simulated_rack(request):
+    """A rack per test module; size from the module's RACK_SHAPE = (racks, trays)."""
+    racks, trays = getattr(request.module, "RACK_SHAPE", (1, 4))
+    with simulated_bed(racks, trays) as rack:
+        yield rack

@@ -46,8 +46,8 @@ def test_discover_groups_the_trays_by_rack_and_site_converges_from_it(simulated_
     assert len(groups) == 2 and all(name.startswith("nvl_") and name.endswith("_32766") for name in groups)
     by_trays = {tuple(group["hosts"]): group for group in groups.values()}
     assert set(by_trays) == {tuple(simulated_rack.trays_of(1)), tuple(simulated_rack.trays_of(2))}
-    for group in groups.values():
-        assert group["vars"] == {"imex_domain_size": 3}
+    for name, group in groups.items():
+        assert group["vars"] == {"imex_domain_size": 3, "imex_domain": name}
         assert all(host_vars["ansible_host"].startswith("198.18.") for host_vars in group["hosts"].values())
 
     # Stable: a second discovery writes the same file.
@@ -89,7 +89,7 @@ def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack
     dist, collections = tmp_path / "dist", tmp_path / "collections"
     environment = dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     (tmp_path / "ansible.cfg").write_text(
-        "[defaults]\nvars_plugins_enabled = host_group_vars,rackscale.imex.group_tree\nforks = 50\n"
+        "[defaults]\nforks = 50\n"
         "collections_path = %s\n\n[ssh_connection]\npipelining = true\n" % collections)
 
     def run(*args):
@@ -145,5 +145,5 @@ def test_two_domains_on_one_nvlink_partition_are_refused_unless_the_operator_opt
                            extravars={"imex_report_dir": str(tmp_path / "r"), "imex_shared_partition": True})
     assert allowed.rc == 0, allowed.stdout[-3000:]
     said = "\n".join(str(res.get("msg")) for _, task, _, res in allowed.ok_results()
-                     if task.startswith("Stop unless every domain sits on one NVLink partition"))
+                     if task == "Say what the NVLink fabric gate noted")
     assert sentence in said and "as imex_shared_partition allows" in said, said

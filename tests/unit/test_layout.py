@@ -65,3 +65,20 @@ def test_no_plugin_reads_the_inventory_behind_hostvars():
                 if "_inventory" in handle.read():
                     readers.append(os.path.relpath(path, ROOT))
     assert readers == []
+
+
+def test_the_imex_role_decides_nothing_in_jinja():
+    """Every decision is the plan's: no other tray's registers pulled together in Jinja, and
+    vars/main.yml holds constants and wiring only (no filters)."""
+    role = _role_text("imex")
+    assert "map('extract', hostvars" not in role and 'map("extract", hostvars' not in role
+    with open(os.path.join(ROOT, "roles", "imex", "vars", "main.yml")) as handle:
+        expressions = re.findall(r"\{\{(.*?)\}\}", handle.read())
+    assert [expression for expression in expressions if "|" in expression] == []
+
+
+def test_the_retired_internal_filters_stay_retired():
+    """An operator's plugin list shows only what an operator can use: the imex role's glue is gone."""
+    names = sorted(name for name in os.listdir(os.path.join(PLUGINS, "filter")) if name.startswith("imex_internal_"))
+    assert names == ["imex_internal_channel_entries.yml", "imex_internal_channels_to_ensure.yml",
+                     "imex_internal_discovery.yml"]

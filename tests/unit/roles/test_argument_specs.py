@@ -55,3 +55,17 @@ def test_the_validate_entry_point_takes_a_subset_of_the_converge_options():
     assert set(entry_points["validate"]["options"]) < set(entry_points["main"]["options"])
     for name, spec in entry_points["validate"]["options"].items():
         assert spec == entry_points["main"]["options"][name], name
+
+
+def test_the_plan_converts_every_option_of_the_imex_role_to_its_declared_type():
+    """The plan is where option values from -e and AWX surveys become typed: it must know each one."""
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import OPTION_TYPES
+
+    options = load("imex", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    gathered = load("imex", "vars", "main.yml")["__imex_options"]
+    # imex_domain is read from the inventory by the domain model, not gathered as an option.
+    assert sorted(gathered) == sorted(name for name in options if name != "imex_domain")
+    assert sorted(OPTION_TYPES) == sorted(options)
+    for name, spec in options.items():
+        assert OPTION_TYPES[name] == spec["type"].replace("path", "str"), name
+        assert gathered.get(name, "{{ %s }}" % name) == "{{ %s }}" % name, "%s is wired, not computed" % name

@@ -30,7 +30,7 @@ def test_trays_are_grouped_by_partition_in_natural_order_with_their_size_and_add
     assert groups["nvl_3f2c9d1a_32766"] == {
         "hosts": {"r-tray2": {"ansible_host": "10.0.0.2", "ansible_user": "root"},
                   "r-tray10": {"ansible_host": "10.0.0.10"}},
-        "vars": {"imex_domain_size": 2}}
+        "vars": {"imex_domain_size": 2, "imex_domain": "nvl_3f2c9d1a_32766"}}
     assert groups["nvl_3f2c9d1a_7"]["hosts"] == {"s-tray1": None}
     assert found["summary"] == ["nvl_3f2c9d1a_32766: 2 trays (r-tray2, r-tray10)", "nvl_3f2c9d1a_7: 1 tray (s-tray1)"]
     # The skeleton is plain YAML an inventory can be.

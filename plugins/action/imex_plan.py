@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: rackscale.imex maintainers
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action: the run plan of the rackscale.imex.imex role, one stage at a time, on the controller.
+
+Documented in plugins/modules/imex_plan.py. Gathers what the role's earlier tasks registered on
+each tray of the play (its options, its reads, its writes) and hands it to the pure functions of
+plugin_utils/_plan.py, which decide. Runs once per stage (run_once), in the controller process:
+no module, no connection.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+import random
+import socket
+import time
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+
+STAGES = ("preflight", "read", "restart", "guard", "verdicts")
+# What each tray registered, by the name the role's tasks give it.
+TRAY_OPTIONS = "__imex_tray_options"
+TRAY_READ = "__imex_tray_info"
+TRAY_ACTIVITY = "__imex_activity"
+TRAY_WRITES = {"node list": "__imex_nodes_result", "config": "__imex_config_result",
+               "TLS material": "__imex_tls_result"}
+# The status reads and daemon log reads of a wave, registered run_once by the role's tasks.
+STATUS_BEFORE_RESTART = "__imex_wave_status"
+STATUS_PROOF = "__imex_validate_status"
+DAEMON_LOGS = "__imex_daemon_logs"
+REPORT_ONLY_TAG = "imex_report"
+PHASE_TAGS = ("all", "imex_daemon", "imex_validate")
+
+
+def run_id(awx_job_id=None, now=None):
+    """Names this run in the locks it takes: who runs it, where, as which process, and when, so that
+    an operator who finds a lock can tell whether its run is still alive."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "uid%d" % os.getuid()
+    # Workers are forks of ansible-playbook: their parent is the process an operator can look for.
+    origin = "%s@%s-pid%d" % (user, socket.gethostname().split(".")[0], os.getppid())
+    prefix = "awx-job-%s" % awx_job_id if awx_job_id not in (None, "") else "run"
+    return "%s-%s-%s-%d" % (prefix, origin, stamp, random.randint(0, 999999999))
+
+
+def _by_item(loop_result):
+    """{item: result} of a registered loop (results of skipped items left out).
+
+    Read here rather than passed as task arguments: templating a skipped result touches its
+    deprecated skip reason, and the role's tasks would print a warning for it."""
+    found = {}
+    if not isinstance(loop_result, Mapping):
+        return found
+    for result in loop_result.get("results") or []:
+        if isinstance(result, Mapping) and "item" in result and not result.get("skipped"):
+            found[_plain(result["item"])] = {key: _plain(value) for key, value in result.items()
+                                             if key not in ("skipped_reason", "skip_reason")}
+    return found
+
+
+class ActionModule(ActionBase):
+    """One stage of the imex role's plan."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        stage = args.get("stage")
+        if stage not in STAGES:
+            return dict(result, failed=True, msg="stage must be one of %s, got %r" % (", ".join(STAGES), stage))
+        try:
+            plan = getattr(self, "_" + stage)(args, task_vars)
+        except _plan.PlanError as error:
+            return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems)
+        result.update(changed=False, plan=plan)
+        return result
+
+    # -- inputs -------------------------------------------------------------------------------------
+
+    def _hostvar(self, task_vars, tray, name):
+        try:
+            return _plain(task_vars["hostvars"][tray].get(name))
+        except (KeyError, AnsibleError) as error:
+            raise _plan.PlanError(["tray %s: %s cannot be read: %s" % (tray, name, error)]) from None
+
+    def _previous(self, task_vars):
+        plan = (task_vars.get("__imex_plan") or {}).get("plan")
+        if not isinstance(plan, Mapping):
+            raise _plan.PlanError(["the preflight stage of the plan has not run in this play"])
+        return _plain(dict(plan))
+
+    def _tray_options(self, task_vars, trays):
+        options, problems = {}, []
+        for tray in trays:
+            raw = self._hostvar(task_vars, tray, TRAY_OPTIONS)
+            if not isinstance(raw, Mapping):
+                problems.append("tray %s: its options were not gathered (the role's first task did not run on it)"
+                                % tray)
+                continue
+            options[tray], found = _plan.convert_options(raw)
+            problems.extend("tray %s: %s" % (tray, problem) for problem in found)
+        if problems:
+            raise _plan.PlanError(problems)
+        return options
+
+    # -- stages -------------------------------------------------------------------------------------
+
+    def _preflight(self, args, task_vars):
+        play_hosts = [str(tray) for tray in task_vars.get("ansible_play_hosts") or []]
+        play_hosts_all = [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or play_hosts]
+        options = self._tray_options(task_vars, play_hosts)
+        differ = _plan.run_wide_problems(play_hosts, options)
+        if differ:
+            raise _plan.PlanError(differ)
+        first = options[play_hosts[0]]
+        built = model_or_problems(
+            task_vars["groups"], task_vars["hostvars"], play_hosts_all,
+            parent=first["imex_domains_group"], max_nodes=first["imex_max_nodes"],
+            allow_mixed_families=first["imex_allow_mixed_families"],
+            driver_version=first["imex_driver_version"] or None,
+            require_declared_size=first["imex_require_declared_size"])
+        if built["problems"]:
+            raise _plan.PlanError(["IMEX domain model: %d problem(s) in the inventory:" % len(built["problems"])]
+                                  + ["- " + problem for problem in built["problems"]])
+        tags = set(task_vars.get("ansible_run_tags") or ["all"])
+        report_only = REPORT_ONLY_TAG in tags and not tags & set(PHASE_TAGS)
+        plan = _plan.preflight(built["model"], options, play_hosts,
+                               run_id=run_id(task_vars.get("awx_job_id")),
+                               check_mode=bool(task_vars.get("ansible_check_mode")), report_only=report_only)
+        plan["model"] = built["model"]
+        return plan
+
+    def _read(self, args, task_vars):
+        plan = self._previous(task_vars)
+        trays = list(plan["trays"])
+        options = self._tray_options(task_vars, trays)
+        reads = {tray: self._hostvar(task_vars, tray, TRAY_READ) or {} for tray in trays}
+        first = options[trays[0]]
+        return _plan.after_read(plan, plan["model"], options, reads,
+                                shared_partition=first["imex_shared_partition"],
+                                skip_fabric=first["imex_skip_fabric_check"],
+                                converge=bool(args.get("converge", True)))
+
+    def _restart(self, args, task_vars):
+        plan = self._previous(task_vars)
+        wave = list(args.get("wave") or [])
+        writes = {}
+        for name in wave:
+            for tray in plan["domains"][name]["trays_in_run"]:
+                writes[tray] = {what: self._hostvar(task_vars, tray, register) or {}
+                                for what, register in TRAY_WRITES.items()}
+        return _plan.restart(plan, wave, writes, _by_item(task_vars.get(STATUS_BEFORE_RESTART)))
+
+    def _guard(self, args, task_vars):
+        plan = self._previous(task_vars)
+        wave = list(args.get("wave") or [])
+        reads = {}
+        for name in wave:
+            for tray in plan["domains"][name]["trays_in_run"]:
+                reads[tray] = self._hostvar(task_vars, tray, TRAY_ACTIVITY) or {}
+        return _plan.guard(plan, wave, reads)
+
+    def _verdicts(self, args, task_vars):
+        plan = self._previous(task_vars)
+        domains = list(args.get("domains") or [])
+        statuses = _by_item(task_vars.get(STATUS_BEFORE_RESTART))
+        statuses.update(_by_item(task_vars.get(STATUS_PROOF)))
+        with_logs = bool(args.get("with_logs"))
+        logs = {}
+        for tray, found in (_by_item(task_vars.get(DAEMON_LOGS)) if with_logs else {}).items():
+            if found.get("failed"):
+                logs[tray] = {"error": found.get("msg") or "unknown error"}
+            else:
+                logs[tray] = {key: found[key] for key in ("source", "path", "lines", "truncated") if key in found}
+        pending = {name: plan["domains"][name].get("pending") or {} for name in domains}
+        reports = _plan.verdicts(plan, plan["model"], domains, statuses, list(plan["trays"]),
+                                 allowed_broken_pairs=int(args.get("allowed_broken_pairs") or 0),
+                                 logs=logs, pending=pending)
+        plan = _plan.judged(plan, reports)
+        plan["explain"] = [] if with_logs else _plan.explain(
+            reports, plan["model"], [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []])
+        return plan

@@ -1,0 +1,105 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: rackscale.imex maintainers
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: imex_plan
+short_description: The run plan of the rackscale.imex.imex role (internal to the role)
+version_added: 0.3.0
+author: rackscale.imex maintainers (!UNKNOWN)
+description:
+  - B(Internal to the rackscale.imex.imex role:) it reads the variables that role's own tasks
+    register, and its arguments and results may change in any release. Use the role.
+  - Makes every decision of a run of the role in one place, on the controller, stage by stage
+    (O(stage)): the options of each tray with the role's defaults applied on that tray, the domain
+    model and the waves; after the read of each tray, the NVLink fabric and version gate, what to
+    write where and which daemons run files older than those on disk; for each wave, which domains
+    restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts.
+  - Each problem is one sentence naming the tray, group, key or value at fault; a stage with
+    problems fails and nothing after it runs.
+  - Runs entirely in the controller process as an action plugin; no module is executed and no tray
+    is contacted.
+options:
+  stage:
+    description: The stage of the plan to make.
+    type: str
+    required: true
+    choices: [preflight, read, restart, guard, verdicts]
+  wave:
+    description: The domains of the wave, for O(stage=restart) and O(stage=guard).
+    type: list
+    elements: str
+  with_logs:
+    description:
+      - For O(stage=verdicts), add the daemon log excerpts the role read on the trays a failed proof names.
+      - The status reads and log reads are the role's own registered results, read by the plan itself.
+    type: bool
+    default: false
+  domains:
+    description: For O(stage=verdicts), the domains to judge.
+    type: list
+    elements: str
+  converge:
+    description:
+      - For O(stage=read), whether the run may change the trays (V(false) for a read-only proof, which
+        refuses no hand-over to the DRA driver and proves every domain, in check mode too).
+    type: bool
+    default: true
+  allowed_broken_pairs:
+    description: For O(stage=verdicts), the broken pairs a domain may have and still pass.
+    type: int
+    default: 0
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.conn
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  become:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    description: Plans the same in check mode; the plan says whether the writes are predictions.
+    support: full
+  connection:
+    support: none
+  delegation:
+    support: none
+    details: Always runs on the controller.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: Reads and decides only.
+"""
+
+EXAMPLES = r"""
+# Only the rackscale.imex.imex role runs this, in its own tasks, for example:
+- name: Plan the run
+  rackscale.imex.imex_plan:
+    stage: preflight
+  register: __imex_plan
+  run_once: true
+"""
+
+RETURN = r"""
+plan:
+  description:
+    - The plan so far. Its shape is internal to the rackscale.imex.imex role.
+  returned: success
+  type: dict
+  sample: {run_id: run-ops@ctl01-pid4242-20261125T141500Z-1, waves: [[rack1], [rack2]]}
+problems:
+  description: Every problem that stopped the stage, one sentence each.
+  returned: failure
+  type: list
+  elements: str
+"""
