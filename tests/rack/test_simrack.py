@@ -259,6 +259,28 @@ def test_knob_faults_write_and_restore_the_knobs(rack):
     assert "active faults: none" in rack.simrack("status").stdout
 
 
+@needs_simulator
+def test_slurm_fault_renames_the_node_and_takes_the_controller_away(rack):
+    tray = TRAYS[1]
+    rack.simrack("fault", "slurm", tray, "MIXED+DRAIN", "--node-name", "gpu-a02")
+    assert json.loads(rack.knob(tray, "slurm.json")) == {"state": "MIXED+DRAIN", "node_name": "gpu-a02"}
+    assert "slurm rack1-tray02 MIXED+DRAIN as node gpu-a02" in rack.simrack("status").stdout
+    assert " State=MIXED+DRAIN " in rack.out(tray, "scontrol show node gpu-a02 --oneliner")
+    by_host_name = rack.ssh(tray, f"scontrol show node {tray} --oneliner")
+    assert (by_host_name.returncode, by_host_name.stdout) == (1, f"Node {tray} not found\n")
+    rack.simrack("fault", "heal", "slurm", tray)
+    rack.simrack("fault", "slurm", tray, "--down")
+    down = rack.ssh(tray, f"scontrol show node {tray} --oneliner")
+    assert down.returncode == 1 and down.stdout == ""
+    assert "slurm_load_node error: Unable to contact slurm controller (connect failure)" in down.stderr
+    rack.simrack("fault", "heal", "slurm", tray)
+    assert json.loads(rack.knob(tray, "slurm.json")) == {"state": "IDLE"}
+    assert " State=IDLE " in rack.out(tray, f"scontrol show node {tray} --oneliner")
+    refused = rack.simrack("fault", "slurm", tray, "IDLE", "--down", check=False)
+    assert refused.returncode == 1 and "give STATE or --down, not both" in refused.stderr
+    assert "active faults: none" in rack.simrack("status").stdout
+
+
 def test_nodelist_edit_swaps_and_restores(rack):
     tray = TRAYS[0]
     rack.write_nodes_config(tray, ADDRESSES)

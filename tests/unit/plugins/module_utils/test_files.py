@@ -239,6 +239,45 @@ def test_read_text_round_trips_undecodable_bytes(make_module, tmp_path):
     assert read_text(str(tmp_path / "missing")) is None
 
 
+# --- describe_file, stat_file ------------------------------------------------------------------
+
+def test_describe_file_gives_the_target_s_change_time(tmp_path):
+    target = tmp_path / "config.cfg"
+    _write(target, b"LOG_LEVEL=2\n")
+    link = tmp_path / "link.cfg"
+    link.symlink_to(target)
+    os.utime(str(target), (1, 1))    # a modification time set back does not move the change time back
+    described = _files.describe_file(str(link))
+    assert described["ctime"] == os.stat(str(target)).st_ctime
+    assert isinstance(described["ctime"], float) and described["ctime"] > 1
+    assert sorted(described) == ["content", "ctime", "error", "exists", "gid", "mode", "sha256", "uid"]
+    assert _files.describe_file(str(tmp_path / "missing"))["ctime"] is None
+
+
+def test_stat_file_reads_attributes_and_never_the_content(tmp_path, monkeypatch):
+    key = tmp_path / "server.key"
+    _write(key, b"secret\n", mode=0o600)
+
+    def no_open(*args, **kwargs):
+        raise AssertionError("stat_file opened a file")
+    monkeypatch.setattr("builtins.open", no_open)
+    monkeypatch.setattr(os, "open", no_open)
+    assert _files.stat_file(str(key)) == {"exists": True, "ctime": os.stat(str(key)).st_ctime, "uid": os.getuid(),
+                                          "gid": os.getgid(), "mode": "0600", "error": None}
+
+
+def test_stat_file_of_what_is_not_a_readable_file(tmp_path):
+    absent = {"exists": False, "ctime": None, "uid": None, "gid": None, "mode": None, "error": None}
+    assert _files.stat_file(str(tmp_path / "missing")) == absent
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "gone")
+    assert _files.stat_file(str(dangling)) == absent
+    assert _files.stat_file(str(tmp_path)) == dict(absent, error="%s exists but is not a regular file" % tmp_path)
+    _write(tmp_path / "file", b"")
+    under_a_file = str(tmp_path / "file" / "key")
+    assert _files.stat_file(under_a_file) == dict(absent, error="cannot inspect %s: Not a directory" % under_a_file)
+
+
 # --- remove_file -------------------------------------------------------------------------------
 
 def test_remove_file(make_module, tmp_path):

@@ -57,10 +57,34 @@ def test_unreadable_lock_is_held_by_unknown_owner(path, content, problem):
 
 
 def test_read_valid_lock(path):
-    write(path, json.dumps(new_record("run-1", T0, "rack1-tray03")))
+    write(path, json.dumps(new_record("run-1", T0, "rack1-tray03", 3600)))
     found = read_lock(path)
     assert (found.owner, found.since, found.hostname, found.ino) == ("run-1", T0, "rack1-tray03", os.stat(path).st_ino)
     assert found.record["since_utc"] == "2025-01-31 12:00:00 UTC"
+    assert found.stale_after == found.record["stale_after"] == 3600
+
+
+@pytest.mark.parametrize("recorded, read", [
+    (7200, 7200), (0, 0), (900.0, 900), (1.5, 1.5),
+    # Values a holder cannot have meant are ignored: the taker's own stale_after decides, as for an old lock.
+    (-1, None), (True, None), ("7200", None), (None, None), (float("inf"), None),
+])
+def test_the_holder_s_recorded_stale_after(path, recorded, read):
+    record = dict(owner="run-1", since=T0, since_utc="x", hostname="tray", stale_after=recorded)
+    write(path, json.dumps(record))
+    assert read_lock(path).stale_after == read
+
+
+def test_a_lock_of_an_earlier_release_records_no_stale_after(path):
+    write(path, json.dumps({"owner": "run-1", "since": T0, "since_utc": "x", "hostname": "tray"}))
+    assert read_lock(path).stale_after is None
+
+
+@pytest.mark.parametrize("own, recorded, effective", [
+    (600, 7200, 7200), (7200, 600, 7200), (3600, None, 3600), (0, 7200, 0), (600, 0, 0), (0, None, 0),
+])
+def test_the_larger_stale_after_counts_and_zero_is_never(own, recorded, effective):
+    assert _lock.effective_stale_after(own, recorded) == effective
 
 
 def test_read_missing_and_non_regular(path, tmp_path):
@@ -73,12 +97,12 @@ def test_read_missing_and_non_regular(path, tmp_path):
 def test_create_is_exclusive_and_readable_despite_umask(path):
     old_umask = os.umask(0o077)
     try:
-        assert create(path, new_record("run-1", T0, "tray")) is True
+        assert create(path, new_record("run-1", T0, "tray", 3600)) is True
     finally:
         os.umask(old_umask)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
     before = open(path).read()
-    assert create(path, new_record("run-2", T0 + 1, "tray")) is False
+    assert create(path, new_record("run-2", T0 + 1, "tray", 3600)) is False
     assert open(path).read() == before
     assert json.loads(before)["owner"] == "run-1"
 
@@ -86,36 +110,36 @@ def test_create_is_exclusive_and_readable_despite_umask(path):
 def test_create_never_follows_a_dangling_symlink(path, tmp_path):
     target = tmp_path / "target"
     os.symlink(str(target), path)
-    assert create(path, new_record("run-1", T0, "tray")) is False
+    assert create(path, new_record("run-1", T0, "tray", 3600)) is False
     assert not target.exists()
 
 
 def test_take_over_refuses_a_lock_that_changed_meanwhile(path):
-    write(path, json.dumps(new_record("crashed", T0 - 7200, "tray")))
+    write(path, json.dumps(new_record("crashed", T0 - 7200, "tray", 3600)))
     stale = read_lock(path)
     os.unlink(path)
-    write(path, json.dumps(new_record("fresh", T0, "tray")))
-    assert take_over(path, stale, new_record("me", T0, "tray")) is False
+    write(path, json.dumps(new_record("fresh", T0, "tray", 3600)))
+    assert take_over(path, stale, new_record("me", T0, "tray", 3600)) is False
     assert read_lock(path).owner == "fresh"
 
 
 def test_take_over_replaces_the_same_lock(path):
-    write(path, json.dumps(new_record("crashed", T0 - 7200, "tray")))
+    write(path, json.dumps(new_record("crashed", T0 - 7200, "tray", 3600)))
     stale = read_lock(path)
-    assert take_over(path, stale, new_record("me", T0, "tray")) is True
+    assert take_over(path, stale, new_record("me", T0, "tray", 3600)) is True
     assert read_lock(path).owner == "me"
     assert os.path.exists(path + ".guard")
 
 
 def test_release_refuses_when_the_lock_changes_hands_while_releasing(path, monkeypatch):
-    write(path, json.dumps(new_record("me", T0 - 7200, "tray")))
+    write(path, json.dumps(new_record("me", T0 - 7200, "tray", 3600)))
     real_guard = _lock._Guard
 
     class Intruder(real_guard):
         def __enter__(self):
             # Another run takes the (stale) lock over between our look and our removal.
             os.unlink(path)
-            write(path, json.dumps(new_record("other", T0, "tray")))
+            write(path, json.dumps(new_record("other", T0, "tray", 3600)))
             return super().__enter__()
     monkeypatch.setattr(_lock, "_Guard", Intruder)
     with pytest.raises(LockError) as info:
@@ -124,6 +148,18 @@ def test_release_refuses_when_the_lock_changes_hands_while_releasing(path, monke
                                   "to other" % path)
     assert info.value.details["holder"] == "other"
     assert read_lock(path).owner == "other"
+
+
+def test_held_message_names_whose_stale_after_decides():
+    found = _lock.Found("run-1", T0 - 60, None, 1, stale_after=7200)
+    assert held_message(found, "/x.lock", "tray", T0, stale_after=600).endswith(
+        "(a lock older than 7200 s (the stale_after its holder recorded, larger than this run's 600) is taken "
+        "over automatically)")
+    assert held_message(found, "/x.lock", "tray", T0, stale_after=9000).endswith(
+        "(a lock older than 9000 s (stale_after) is taken over automatically)")
+    found.stale_after = 0
+    assert held_message(found, "/x.lock", "tray", T0, stale_after=600).endswith(
+        "(its holder recorded stale_after=0: this lock is never taken over)")
 
 
 def test_held_message_for_a_clock_that_went_back():
@@ -190,7 +226,7 @@ def test_concurrent_acquire_lets_exactly_one_run_in(path, attempt):
 
 @pytest.mark.parametrize("attempt", range(3))
 def test_concurrent_takeover_of_an_abandoned_lock_lets_exactly_one_run_in(path, attempt):
-    write(path, json.dumps(new_record("crashed", time.time() - 7200, "tray")))
+    write(path, json.dumps(new_record("crashed", time.time() - 7200, "tray", 3600)))
     outcomes = _race(path, 6, slow_reads=True)
     winners = [owner for owner, verdict, _detail in outcomes if verdict == "ok"]
     assert len(winners) == 1, outcomes

@@ -62,11 +62,12 @@ def path(tmp_path):
     return tmp_path / "run" / "lock" / "rackscale-imex.lock"
 
 
-def hold(path, owner=OTHER, since=T0 - 120, hostname="rack1-tray01"):
-    """Leave a lock of another run on disk, as imex_lock writes it."""
+def hold(path, owner=OTHER, since=T0 - 120, hostname="rack1-tray01", **more):
+    """Leave a lock of another run on disk, as imex_lock of the previous release wrote it (no stale_after)
+    unless ``more`` adds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"owner": owner, "since": since, "since_utc": _lock.utc_text(since),
-                                "hostname": hostname}) + "\n")
+    path.write_text(json.dumps(dict({"owner": owner, "since": since, "since_utc": _lock.utc_text(since),
+                                     "hostname": hostname}, **more)) + "\n")
 
 
 def snapshot(path):
@@ -79,11 +80,12 @@ def test_acquire_free_lock(run, path):
     assert result["_exit_code"] == 0
     assert result["changed"] is True
     assert (result["holder"], result["since"], result["took_over"], result["waited"]) == (None, None, False, 0.0)
+    assert result["holder_stale_after"] is None
     assert result["owner"] == ME
     assert "warnings" not in result
     record = json.loads(path.read_text())
     assert record == {"owner": ME, "since": T0, "since_utc": "2025-01-31 12:00:00 UTC",
-                      "hostname": socket.gethostname()}
+                      "hostname": socket.gethostname(), "stale_after": 3600}
     assert result["lock"] == record
     assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o644
     assert not os.path.exists(str(path) + ".guard")
@@ -97,6 +99,7 @@ def test_reacquire_by_same_owner_is_unchanged(run, path, clock):
     assert again["_exit_code"] == 0
     assert again["changed"] is False
     assert (again["holder"], again["since"], again["took_over"]) == (ME, T0, False)
+    assert again["holder_stale_after"] == 3600
     assert again["lock"]["since"] == T0
     assert snapshot(path) == before
 
@@ -188,6 +191,7 @@ def test_held_by_other_fails_naming_holder(run, path, clock):
         % (OTHER, path, socket.gethostname()))
     assert "stale_after" in result["msg"]
     assert (result["holder"], result["since"], result["took_over"], result["waited"]) == (OTHER, T0 - 120, False, 0.0)
+    assert result["holder_stale_after"] is None
     assert clock.slept == []
     assert snapshot(path) == before
 
@@ -222,16 +226,60 @@ def test_wait_timeout(run, path, clock):
 
 
 def test_stale_lock_is_taken_over(run, path):
-    hold(path, since=T0 - 3601)
+    hold(path, since=T0 - 3601)   # a lock of an earlier release, with no stale_after: the taker's decides
     result = run(dict(path=str(path), owner=ME))
     assert result["_exit_code"] == 0
     assert result["changed"] is True and result["took_over"] is True
-    assert (result["holder"], result["since"]) == (OTHER, T0 - 3601)
+    assert (result["holder"], result["since"], result["holder_stale_after"]) == (OTHER, T0 - 3601, None)
     assert json.loads(path.read_text())["owner"] == ME
     assert result["lock"]["owner"] == ME and result["lock"]["since"] == T0
     assert result["_warnings"] == [
         "%s: took over the abandoned lock of %s taken 2025-01-31 10:59:59 UTC (older than stale_after=3600 s); "
         "that run is assumed to have crashed" % (path, OTHER)]
+
+
+def test_a_long_run_s_recorded_stale_after_keeps_a_shorter_one_from_taking_over(run, path, clock):
+    hold(path, since=T0 - 3601, stale_after=7200)
+    before = snapshot(path)
+    result = run(dict(path=str(path), owner=ME, stale_after=600))
+    assert result["_exit_code"] == 1 and result["took_over"] is False
+    assert (result["holder"], result["holder_stale_after"]) == (OTHER, 7200)
+    assert result["msg"].endswith("(a lock older than 7200 s (the stale_after its holder recorded, larger than "
+                                  "this run's 600) is taken over automatically)")
+    assert snapshot(path) == before
+    # Once older than the holder's own limit, it is abandoned for every run.
+    clock.now += 3600
+    result = run(dict(path=str(path), owner=ME, stale_after=600))
+    assert result["_exit_code"] == 0 and result["took_over"] is True and result["holder_stale_after"] == 7200
+    assert json.loads(path.read_text())["stale_after"] == 600
+    assert result["_warnings"] == [
+        "%s: took over the abandoned lock of %s taken 2025-01-31 10:59:59 UTC (older than stale_after=7200 s, as its "
+        "holder recorded); that run is assumed to have crashed" % (path, OTHER)]
+
+
+def test_a_smaller_recorded_stale_after_does_not_shorten_the_taker_s(run, path):
+    hold(path, since=T0 - 1000, stale_after=600)
+    result = run(dict(path=str(path), owner=ME, stale_after=3600))
+    assert result["_exit_code"] == 1 and result["holder_stale_after"] == 600
+    assert result["msg"].endswith("(a lock older than 3600 s (stale_after) is taken over automatically)")
+    assert json.loads(path.read_text())["owner"] == OTHER
+
+
+def test_a_holder_that_recorded_zero_is_never_taken_over(run, path):
+    hold(path, since=T0 - 10 * 86400, stale_after=0)
+    result = run(dict(path=str(path), owner=ME, stale_after=600))
+    assert result["_exit_code"] == 1 and result["holder_stale_after"] == 0
+    assert result["msg"].endswith("(its holder recorded stale_after=0: this lock is never taken over)")
+    assert json.loads(path.read_text())["owner"] == OTHER
+
+
+def test_a_refresh_records_the_run_s_stale_after(run, path, clock):
+    run(dict(path=str(path), owner=ME, stale_after=600))
+    assert json.loads(path.read_text())["stale_after"] == 600
+    clock.now += 60
+    refreshed = run(dict(path=str(path), owner=ME, stale_after=7200, refresh=True))
+    assert refreshed["holder_stale_after"] == 600 and refreshed["lock"]["stale_after"] == 7200
+    assert json.loads(path.read_text())["stale_after"] == 7200
 
 
 def test_lock_exactly_stale_after_old_is_still_held(run, path):
@@ -265,7 +313,7 @@ def test_unreadable_lock_counts_as_held(run, path, clock):
     assert result["_exit_code"] == 1
     assert result["msg"].startswith("rack tray is locked by an unknown owner (empty lock file: %s) since "
                                     "2025-01-31 11:59:55 UTC (5 s ago)" % path)
-    assert result["holder"] is None
+    assert result["holder"] is None and result["holder_stale_after"] is None
     assert path.read_text() == ""
 
 
@@ -275,6 +323,7 @@ def test_release_by_owner(run, path):
     assert result["_exit_code"] == 0
     assert result["changed"] is True
     assert (result["holder"], result["since"], result["lock"]) == (ME, T0, None)
+    assert result["holder_stale_after"] == 3600
     assert not path.exists()
     again = run(dict(path=str(path), owner=ME, state="absent"))
     assert again["changed"] is False and again["holder"] is None
@@ -288,7 +337,7 @@ def test_release_of_someone_elses_lock_is_refused(run, path):
     assert result["msg"].startswith("refusing to release %s on %s: the lock is held by %s since "
                                     "2025-01-31 11:58:00 UTC (120 s ago), not by %s"
                                     % (path, socket.gethostname(), OTHER, ME))
-    assert result["holder"] == OTHER
+    assert result["holder"] == OTHER and result["holder_stale_after"] is None
     assert snapshot(path) == before
 
 
@@ -334,6 +383,7 @@ def test_symlink_is_refused(run, path, tmp_path):
     assert result["msg"] == ("%s is a symbolic link, not a lock file written by rackscale.imex.imex_lock; "
                              "refusing to follow it: remove it" % path)
     assert (result["owner"], result["holder"], result["took_over"], result["waited"]) == (ME, None, False, 0.0)
+    assert result["holder_stale_after"] is None
     assert not target.exists()
 
 

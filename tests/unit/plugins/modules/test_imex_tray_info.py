@@ -1,11 +1,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""imex_tray_info: command line, strict / non-strict verdicts, warnings, failures; files and services read."""
+"""imex_tray_info: command line, strict / non-strict verdicts, warnings, failures; files, services and Slurm read;
+the cheap read without the fabric."""
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+import socket
+import time
 from unittest import mock
 
 import pytest
@@ -57,6 +61,7 @@ def test_registered_tray(run):
         '00000008:01:00.0', '00000009:01:00.0', '00000018:01:00.0', '00000019:01:00.0']
     assert 'warnings' not in result
     assert result['files'] == {} and result['services'] == {}
+    assert result['stat_files'] == {} and result['services_started'] == {}
 
 
 def test_check_mode_is_the_same(run):
@@ -147,18 +152,42 @@ def test_files_are_described_as_a_write_would_compare_them(run, tmp_path):
     files = result['files']
     assert files[str(nodes)] == {
         'exists': True, 'sha256': hashlib.sha256(b'198.18.1.1\n198.18.1.2\n').hexdigest(),
-        'content': '198.18.1.1\n198.18.1.2\n', 'uid': os.getuid(), 'gid': os.getgid(), 'mode': '0640', 'error': None}
+        'content': '198.18.1.1\n198.18.1.2\n', 'ctime': os.stat(str(nodes)).st_ctime,
+        'uid': os.getuid(), 'gid': os.getgid(), 'mode': '0640', 'error': None}
     assert files[str(latin1)]['exists'] is True and files[str(latin1)]['content'] is None
     assert files[str(latin1)]['sha256'] == hashlib.sha256(b'LOG_LEVEL=4 # caf\xe9\n').hexdigest()
     assert files[str(link)] == files[str(nodes)]
     assert files[str(tmp_path / 'missing.cfg')] == {
-        'exists': False, 'sha256': None, 'content': None, 'uid': None, 'gid': None, 'mode': None, 'error': None}
+        'exists': False, 'sha256': None, 'content': None, 'ctime': None, 'uid': None, 'gid': None, 'mode': None,
+        'error': None}
     assert files[str(tmp_path)]['error'] == '%s exists but is not a regular file' % tmp_path
-    assert files[str(tmp_path)]['exists'] is False
+    assert files[str(tmp_path)]['exists'] is False and files[str(tmp_path)]['ctime'] is None
+
+
+def test_stat_files_never_carry_content(run, tmp_path):
+    key = tmp_path / 'server.key'
+    key.write_bytes(b'-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n')
+    key.chmod(0o600)
+    link = tmp_path / 'current.key'
+    link.symlink_to(key)
+    paths = [str(key), str(link), str(tmp_path / 'missing.key'), str(tmp_path)]
+    ok, result, calls = run({'stat_files': paths}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]
+    described = result['stat_files']
+    assert described[str(key)] == {'exists': True, 'ctime': os.stat(str(key)).st_ctime, 'uid': os.getuid(),
+                                   'gid': os.getgid(), 'mode': '0600', 'error': None}
+    assert described[str(link)] == described[str(key)]
+    assert described[str(tmp_path / 'missing.key')] == {
+        'exists': False, 'ctime': None, 'uid': None, 'gid': None, 'mode': None, 'error': None}
+    assert described[str(tmp_path)]['error'] == '%s exists but is not a regular file' % tmp_path
+    assert 'PRIVATE KEY' not in json.dumps(result) and 'MC4CAQ' not in json.dumps(result)
+    assert result['files'] == {}
 
 
 def test_service_states_come_from_systemctl_is_active(run):
     def answer(cmd):
+        if 'is-active' not in cmd and 'show' in cmd:
+            return 0, '0\n', ''
         if cmd[-1] == 'nvidia-imex':
             return 3, 'inactive\n', ''
         if cmd[-1] == 'simdriver':
@@ -173,12 +202,109 @@ def test_service_states_come_from_systemctl_is_active(run):
     assert ok
     assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None, 'killed': None}
     assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-active', '--', 'nvidia-imex'] in calls
+    # Only the active unit is asked since when it runs; systemd says "never" (0) for both properties.
+    assert [cmd[4:] for cmd in calls if 'show' in cmd] == [
+        [SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--', 'simdriver'],
+        [SYSTEMCTL, 'show', '-p', 'ActiveEnterTimestampMonotonic', '--value', '--', 'simdriver']]
+    assert result['services_started'] == {'nvidia-imex': None, 'simdriver': None, 'wedged': None, 'killed': None}
 
 
 def test_service_state_is_unknown_without_systemctl(run):
     ok, result, calls = run({'services': ['nvidia-imex']}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
     assert ok and result['services'] == {'nvidia-imex': None}
+    assert result['services_started'] == {'nvidia-imex': None}
     assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]
+
+
+class Clocks:
+    """time.time() and time.monotonic() as the module reads them: the tray booted BOOT seconds after the epoch."""
+    BOOT = 1764000000.0
+
+    def __init__(self, uptime=5000.0):
+        self.uptime = uptime
+
+    def time(self):
+        return self.BOOT + self.uptime
+
+    def monotonic(self):
+        return self.uptime
+
+
+def started_answer(properties):
+    """A run_command answer: nvidia-imex active, systemctl show answering from ``properties``
+    ({name: (rc, stdout)}), nvidia-smi -q a registered tray."""
+    def answer(cmd):
+        if 'is-active' in cmd:
+            return 0, 'active\n', ''
+        if 'show' in cmd:
+            rc, out = properties[cmd[cmd.index('-p') + 1]]
+            return rc, out, ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    return answer
+
+
+def run_started(run, monkeypatch, properties):
+    monkeypatch.setattr(imex_tray_info, 'time', Clocks())
+    return run({'services': ['nvidia-imex']}, started_answer(properties),
+               bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
+
+
+def test_a_running_unit_is_dated_from_the_monotonic_start_of_its_main_process(run, monkeypatch):
+    # The daemon started 1234.567891 s after boot: microseconds of CLOCK_MONOTONIC, as systemctl prints them.
+    ok, result, calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, '1234567891\n')})
+    assert ok
+    assert result['services_started'] == {'nvidia-imex': Clocks.BOOT + 1234.567891}
+    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--',
+            'nvidia-imex'] in calls
+    assert len([cmd for cmd in calls if 'show' in cmd]) == 1
+
+
+@pytest.mark.parametrize('main_start', ['0\n', '\n', ''])
+def test_without_a_main_process_start_the_unit_s_activation_counts(run, monkeypatch, main_start):
+    ok, result, _calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, main_start),
+                                                        'ActiveEnterTimestampMonotonic': (0, '98000000\n')})
+    assert ok and result['services_started'] == {'nvidia-imex': Clocks.BOOT + 98.0}
+
+
+@pytest.mark.parametrize('properties', [
+    {'ExecMainStartTimestampMonotonic': (124, '')},                   # systemctl hung
+    {'ExecMainStartTimestampMonotonic': (1, 'Failed to connect to bus\n')},
+    {'ExecMainStartTimestampMonotonic': (0, 'n/a\n'), 'ActiveEnterTimestampMonotonic': (0, '0\n')},
+])
+def test_a_start_time_that_cannot_be_read_is_null(run, monkeypatch, properties):
+    ok, result, _calls = run_started(run, monkeypatch, properties)
+    assert ok and result['services'] == {'nvidia-imex': 'active'}
+    assert result['services_started'] == {'nvidia-imex': None}
+
+
+def test_the_start_time_is_on_the_wall_clock_of_the_files(run, tmp_path):
+    """A file changed after the unit started has the later ctime, as the controller compares them."""
+    before = time.monotonic()
+    config = tmp_path / 'config.cfg'
+    config.write_text('SERVER_PORT=50000\n')
+    started_usec = int((before - 30) * 1e6)   # the daemon started 30 s before the file changed
+
+    def answer(cmd):
+        if 'is-active' in cmd:
+            return 0, 'active\n', ''
+        if 'show' in cmd:
+            return 0, '%d\n' % started_usec, ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, _calls = run({'services': ['nvidia-imex'], 'files': [str(config)]}, answer,
+                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
+    assert ok
+    started, ctime = result['services_started']['nvidia-imex'], result['files'][str(config)]['ctime']
+    assert 25 < ctime - started < 35
+
+
+SCONTROL = '/usr/bin/scontrol'
+# scontrol show node NAME --oneliner of Slurm 24.05 on a GB200 tray (abridged to the fields that matter).
+SLURM_NODE = ('NodeName=gpu-a07 Arch=aarch64 CoresPerSocket=72 CPUAlloc=144 CPUEfctv=144 CPUTot=144 '
+              'Gres=gpu:4 NodeAddr=rack1-tray02 NodeHostName=rack1-tray02 Version=24.05.2 '
+              'State=ALLOCATED ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu\n')
+# What scontrol prints (stdout, rc 1) for a name that is no Slurm NodeName, and (stderr, rc 1) without slurmctld.
+NOT_FOUND = 'Node rack1-tray02 not found\n'
+NO_CONTROLLER = 'slurm_load_node error: Unable to contact slurm controller (connect failure)\n'
 
 
 def test_compute_apps_and_slurm_state_are_read_when_asked(run):
@@ -189,12 +315,107 @@ def test_compute_apps_and_slurm_state_are_read_when_asked(run):
             return 0, 'NodeName=tray State=ALLOCATED Partition=gpu\n', ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
     ok, result, calls = run({'compute_apps': True, 'slurm_state': True}, answer,
-                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': '/usr/bin/scontrol'})
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': SCONTROL})
     assert ok
     assert result['compute_apps'] == [{'pid': 4242, 'name': 'python3', 'used_memory': '40960 MiB'}]
     assert result['slurm_state'] == 'ALLOCATED'
+    node = socket.gethostname().split('.')[0]
+    assert result['slurm'] == {'installed': True, 'node': node, 'state': 'ALLOCATED', 'error': None}
     assert [TIMEOUT, '-k', '5', '120', SMI, '--query-compute-apps=pid,process_name,used_memory',
             '--format=csv,noheader'] in calls
+    assert [TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'node', node, '--oneliner'] in calls
+
+
+def test_the_slurm_node_name_is_asked_when_it_differs_from_the_host_name(run):
+    def answer(cmd):
+        if cmd[4] == SCONTROL:
+            return (0, SLURM_NODE, '') if cmd[7] == 'gpu-a07' else (1, NOT_FOUND, '')
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': SCONTROL}
+    ok, result, calls = run({'slurm_state': True, 'slurm_node_name': 'gpu-a07'}, answer, bins=bins)
+    assert ok and result['slurm'] == {'installed': True, 'node': 'gpu-a07', 'state': 'ALLOCATED', 'error': None}
+    assert result['slurm_state'] == 'ALLOCATED'
+    assert calls[-1] == [TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'node', 'gpu-a07', '--oneliner']
+    # The host name is not the Slurm NodeName there: scontrol's own answer says so.
+    ok, result, _calls = run({'slurm_state': True, 'slurm_node_name': 'rack1-tray02'}, answer, bins=bins)
+    assert ok and result['slurm'] == {'installed': True, 'node': 'rack1-tray02', 'state': None,
+                                      'error': 'Node rack1-tray02 not found'}
+    assert result['slurm_state'] is None
+
+
+@pytest.mark.parametrize('answer, error', [
+    ((1, '', NO_CONTROLLER), 'slurm_load_node error: Unable to contact slurm controller (connect failure)'),
+    ((124, '', ''), 'scontrol show node gpu-a07 did not finish within 30 s and was stopped'),
+    ((-9, 'NodeName=gpu-a07 State=IDLE\n', ''), 'scontrol show node gpu-a07 did not finish within 30 s and was stopped'),
+    ((2, '', ''), 'scontrol show node gpu-a07 exited with rc 2 and printed nothing'),
+    ((0, 'NodeName=gpu-a07 Arch=aarch64\n', ''),
+     'scontrol show node gpu-a07 answered without a State= field: NodeName=gpu-a07 Arch=aarch64'),
+    ((1, 'x' * 500 + '\nsecond line\n', ''), 'x' * 297 + '...'),
+])
+def test_a_slurm_that_does_not_answer_says_why(run, answer, error):
+    def answers(cmd):
+        return answer if cmd[4] == SCONTROL else (0, sample('smi_q_580.173.02_gb200_completed.txt'), '')
+    ok, result, _calls = run({'slurm_state': True, 'slurm_node_name': 'gpu-a07'}, answers,
+                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': SCONTROL})
+    assert ok
+    assert result['slurm'] == {'installed': True, 'node': 'gpu-a07', 'state': None, 'error': error}
+    assert len(result['slurm']['error']) <= 300 and result['slurm_state'] is None
+
+
+def test_without_scontrol_slurm_is_not_installed(run):
+    ok, result, calls = run({'slurm_state': True, 'slurm_node_name': 'gpu-a07'},
+                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and result['slurm'] == {'installed': False, 'node': 'gpu-a07', 'state': None, 'error': None}
+    assert result['slurm_state'] is None and len(calls) == 1
+
+
+@pytest.mark.parametrize('name', ['', '-a', 'gpu-a07 gpu-a08', 'gpu-a[07-08]', 'gpu-a07,gpu-a08', 'gpu\na07'])
+def test_a_slurm_node_name_that_is_not_one_node_is_refused(run, name):
+    ok, result, calls = run({'slurm_state': True, 'slurm_node_name': name},
+                            (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''),
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': SCONTROL})
+    assert not ok and result['msg'].startswith('slurm_node_name %r ' % name)
+    assert calls == []
+
+
+def test_without_the_fabric_only_what_runs_is_read(run):
+    def answer(cmd):
+        if '--query-compute-apps=pid,process_name,used_memory' in cmd:
+            return 0, '1893402, /usr/bin/python3, 71680 MiB\n', ''
+        if cmd[4] == SCONTROL:
+            return 0, SLURM_NODE, ''
+        if 'is-active' in cmd:
+            return 0, 'active\n', ''
+        if 'show' in cmd:
+            return 0, '1234567891\n', ''
+        raise AssertionError('not expected without the fabric: %r' % (cmd,))
+    ok, result, calls = run({'fabric': False, 'compute_apps': True, 'slurm_state': True,
+                             'slurm_node_name': 'gpu-a07', 'services': ['nvidia-imex']}, answer,
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'scontrol': SCONTROL,
+                                  'systemctl': SYSTEMCTL})
+    assert ok
+    assert [SMI, '-q'] not in [cmd[4:] for cmd in calls]
+    for key in ('fabric_ok', 'problems', 'gpus', 'cluster_uuid', 'clique_id', 'driver_version', 'raw'):
+        assert key not in result
+    assert result['compute_apps'] == [{'pid': 1893402, 'name': '/usr/bin/python3', 'used_memory': '71680 MiB'}]
+    assert result['slurm']['state'] == 'ALLOCATED' and result['services'] == {'nvidia-imex': 'active'}
+    assert result['services_started']['nvidia-imex'] is not None
+
+
+def test_without_the_fabric_strict_is_ignored_and_nvidia_smi_not_needed(run):
+    def answer(cmd):
+        raise AssertionError('no command expected: %r' % (cmd,))
+    ok, result, calls = run({'fabric': False, 'strict': True}, answer, bins={'timeout': TIMEOUT})
+    assert ok and calls == []
+    assert result['files'] == {} and result['services'] == {} and 'fabric_ok' not in result
+    # compute_apps still needs nvidia-smi, and says so when it is missing.
+    ok, result, calls = run({'fabric': False, 'compute_apps': True}, answer, bins={'timeout': TIMEOUT})
+    assert not ok and result['msg'].startswith('nvidia-smi not found') and calls == []
+
+
+def test_without_the_fabric_an_unregistered_tray_does_not_fail(run):
+    ok, result, calls = run({'fabric': False}, (0, sample('smi_q_580.95.09_insufficient_resources.txt'), ''))
+    assert ok and calls == [] and 'problems' not in result
 
 
 @pytest.mark.parametrize('apps_answer', [(124, '', ''), (6, '', 'NVML error'), (0, 'garbage\n', '')])
@@ -205,11 +426,13 @@ def test_compute_apps_that_cannot_be_read_are_unknown_and_slurm_without_scontrol
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
     ok, result, _calls = run({'compute_apps': True, 'slurm_state': True}, answer)
     assert ok and result['compute_apps'] is None and result['slurm_state'] is None
+    assert result['slurm']['installed'] is False
 
 
 def test_activity_is_not_read_unless_asked(run):
     ok, result, calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
     assert ok and 'compute_apps' not in result and 'slurm_state' not in result and len(calls) == 1
+    assert 'slurm' not in result
 
 
 def test_driver_version_always_and_the_imex_release_when_asked(run):
