@@ -228,11 +228,14 @@ def _remaining_pair_problems(nodes, broken, covered):
     return problems
 
 
-def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
+def assess(parsed, expected_nodes=None, local_state=None, local_error=None, absent_nodes=()):
     """Judge a parsed -N output.
 
     ``expected_nodes``: addresses in node-index order (the controller's list), compared
     order-sensitively.  ``local_state``: the ``-q`` word; ``local_error``: why ``-q`` failed.
+    ``absent_nodes``: addresses of listed nodes known to be away (a tray out of service): their
+    daemon states and every pair from or to them are not judged, and the domain may be DEGRADED
+    for them alone; they are reported in ``absent``.
     Returns the fixed keys of imex_status; ``healthy`` is true exactly when ``problems`` is empty,
     so an unhealthy verdict always comes with the sentences that explain it.
     """
@@ -240,13 +243,14 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
         add_unreported(parsed, expected_nodes)
     nodes = parsed['nodes']
     cells = parsed['cells']
-    unreported = sorted(index for index, node in nodes.items() if node.get('unreported'))
+    away = {index for index, node in nodes.items() if node.get('address') in set(absent_nodes or ())}
+    unreported = sorted(index for index, node in nodes.items() if node.get('unreported') and index not in away)
     # Pairs and daemon states are judged among the nodes the output reports; the others get one sentence.
-    indices = sorted((set(nodes) | {index for pair in cells for index in pair}) - set(unreported))
+    indices = sorted((set(nodes) | {index for pair in cells for index in pair}) - set(unreported) - away)
     domain_state = parsed['domain_state']
 
     node_list = []
-    for index in sorted(indices + unreported):
+    for index in sorted(set(indices + unreported) | away):
         node = nodes.get(index) or {}
         node_list.append({
             'index': index,
@@ -272,7 +276,8 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
     } for (source, target), state in sorted(broken.items())]
 
     problems = []
-    if domain_state != _ctl.DOMAIN_UP:
+    # A node away makes a domain DEGRADED, and only that is tolerated for it.
+    if domain_state != _ctl.DOMAIN_UP and not (away and domain_state == _ctl.DOMAIN_DEGRADED):
         problems.append('domain state is %s, not UP' % domain_state)
     if local_error:
         problems.append('local daemon query (nvidia-imex-ctl -q) failed: %s' % local_error)
@@ -290,7 +295,7 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
         if mismatch:
             problems.append(mismatch)
     problems.extend(_status_problems(indices, nodes))
-    version_problem = _version_problem(nodes)
+    version_problem = _version_problem(dict((index, node) for index, node in nodes.items() if index not in away))
     if version_problem:
         problems.append(version_problem)
     covered = set()
@@ -303,6 +308,7 @@ def assess(parsed, expected_nodes=None, local_state=None, local_error=None):
         'nodes': node_list,
         'node_count': len(node_list),
         'broken_pairs': broken_pairs,
+        'absent': [{'index': index, 'address': (nodes.get(index) or {}).get('address')} for index in sorted(away)],
         'healthy': not problems,
         'problems': problems,
     }

@@ -25,6 +25,7 @@ import re
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 
 DOMAIN_UP = 'UP'
+DOMAIN_DEGRADED = 'DEGRADED'
 READY = 'READY'
 CONNECTED = 'C'
 MISSING = 'missing'

@@ -14,11 +14,11 @@ author: rackscale.imex maintainers (!UNKNOWN)
 description:
   - B(Internal to the rackscale.imex.imex role:) it reads the variables that role's own tasks
     register, and its arguments and results may change in any release. Use the role.
-  - Makes every decision of a run of the role in one place, on the controller, stage by stage
+  - "Makes every decision of a run of the role in one place, on the controller, stage by stage
     (O(stage)): the options of each tray with the role's defaults applied on that tray, the domain
     model and the waves; after the read of each tray, the NVLink fabric and version gate, what to
     write where and which daemons run files older than those on disk; for each wave, which domains
-    restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts.
+    restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts."
   - Each problem is one sentence naming the tray, group, key or value at fault; a stage with
     problems fails and nothing after it runs.
   - Runs entirely in the controller process as an action plugin; no module is executed and no tray
@@ -77,8 +77,13 @@ attributes:
   diff_mode:
     support: none
   idempotent:
+    description: Running the action again with the same inputs gives the same plan (but for a new run id).
     support: full
     details: Reads and decides only.
+  platform:
+    support: full
+    platforms: all
+    details: Runs on the controller; the target's platform does not matter.
 """
 
 EXAMPLES = r"""

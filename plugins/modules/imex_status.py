@@ -89,6 +89,16 @@ options:
         drivers carries host names without it.
     type: bool
     default: false
+  absent_nodes:
+    description:
+      - Addresses (or host names) of listed nodes known to be away, for example a tray out of service for
+        repair that stays in the node list so that it can rejoin without a restart of its peers.
+      - Their daemon states and every pair from or to them are not judged, and a C(DEGRADED) domain is
+        healthy when they alone make it so; they are listed in RV(absent).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.3.0
 extends_documentation_fragment:
   - rackscale.imex._read_only
 attributes:
@@ -180,8 +190,17 @@ node_count:
   returned: success
   type: int
   sample: 18
+absent:
+  description: The nodes of O(absent_nodes) found in the node list, by index and address.
+  returned: success
+  type: list
+  elements: dict
+  version_added: 0.3.0
+  sample: [{index: 17, address: 10.20.7.28}]
 broken_pairs:
-  description: Every connection of the From/To matrix that is not connected, ordered by from/to index.
+  description:
+    - Every connection of the From/To matrix that is not connected, ordered by from/to index.
+    - Pairs from or to a node of O(absent_nodes) are left out.
   returned: success
   type: list
   elements: dict
@@ -356,7 +375,8 @@ def _observe(ctl, params):
         _assess.add_unreported(parsed, params['expected_nodes'])
     _name_nodes(parsed, params['expected_nodes'] or [], params['expected_names'] or [])
     assessment = _assess.assess(parsed, expected_nodes=params['expected_nodes'],
-                                local_state=local_state, local_error=local_error)
+                                local_state=local_state, local_error=local_error,
+                                absent_nodes=params['absent_nodes'])
     assessment['source'] = parsed['source']
     return assessment
 
@@ -374,6 +394,7 @@ def main():
             query_local=dict(type='bool', default=True),
             command_timeout=dict(type='int', default=30),
             hostnames=dict(type='bool', default=False),
+            absent_nodes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )

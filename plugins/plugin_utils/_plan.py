@@ -62,6 +62,7 @@ OPTION_TYPES = {
     "imex_allowed_broken_pairs": "int", "imex_report_dir": "str", "imex_textfile_dir": "str",
     "imex_config_path": "str", "imex_nodes_config_path": "str", "imex_service": "str",
     "imex_unix_socket": "str", "imex_tls_dir": "str", "imex_slurm_node_name": "str",
+    "imex_trays_out_of_service": "list",
 }
 
 # Options that shape the whole run (the model, the waves, the locks, the reports): one value for
@@ -70,7 +71,8 @@ RUN_WIDE_OPTIONS = ("imex_domains_group", "imex_max_nodes", "imex_allow_mixed_fa
                     "imex_require_declared_size", "imex_rolling", "imex_rolling_batch", "imex_lock_wait_s",
                     "imex_lock_stale_after_s", "imex_report_dir", "imex_textfile_dir", "imex_skip_fabric_check",
                     "imex_shared_partition", "imex_validate_timeout_s", "imex_validate_interval_s",
-                    "imex_ctl_timeout_s", "imex_allowed_broken_pairs", "imex_allow_busy_restart")
+                    "imex_ctl_timeout_s", "imex_allowed_broken_pairs", "imex_allow_busy_restart",
+                    "imex_trays_out_of_service")
 
 # The daemon's TLS material under imex_tls_dir: (file, mode).
 TLS_FILES = (("ca.crt", "0644"), ("tray.crt", "0644"), ("tray.key", "0600"))
@@ -127,8 +129,8 @@ def convert_option(name, value):
                 raise ValueError(value)
             return (dict(parsed) if kind == "dict" else list(parsed)), None
     except (TypeError, ValueError):
-        return value, "%s = %r is not a %s" % (name, value, {"bool": "boolean", "int": "whole number",
-                                                            "dict": "mapping", "list": "list"}.get(kind, kind))
+        wanted = {"bool": "boolean", "int": "whole number", "dict": "mapping", "list": "list"}.get(kind, kind)
+        return value, "%s = %r is not a %s" % (name, value, wanted)
     return value, None
 
 
@@ -250,12 +252,23 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
     inventory order.
     """
     problems = []
-    trays = [tray for tray in play_hosts if tray in tray_options]
-    first = tray_options[trays[0]]
+    first = tray_options[[tray for tray in play_hosts if tray in tray_options][0]]
+    # Trays away (for repair): kept in their domain's node list, never contacted, tolerated by the proof.
+    away = [str(tray) for tray in first.get("imex_trays_out_of_service") or []]
+    problems.extend("imex_trays_out_of_service names %s, which is in no IMEX domain of the inventory" % tray
+                    for tray in away if tray not in model["host_domain"])
+    trays = [tray for tray in play_hosts if tray in tray_options and tray not in away]
+    for name in sorted({model["host_domain"][tray] for tray in away if tray in model["host_domain"]}):
+        if not [tray for tray in trays if model["host_domain"][tray] == name]:
+            problems.append("domain %s: every tray of the run is out of service (imex_trays_out_of_service); leave "
+                            "the domain out of the run (--limit) while it is away" % name)
+    if not trays:
+        raise PlanError(problems or ["no tray of the run is in service"])
     domains_in_run = sorted({model["host_domain"][tray] for tray in trays})
     domain_trays = {name: [node["host"] for node in model["domains"][name]["nodes"]] for name in domains_in_run}
     # Per tray, each tray's own values; a domain's trays compared with each other only.
-    per_domain = {name: [tray for tray in domain_trays[name] if tray in tray_options] for name in domains_in_run}
+    per_domain = {name: [tray for tray in domain_trays[name] if tray in tray_options and tray not in away]
+                  for name in domains_in_run}
     values = {name: [tray_options[tray].get(name) for tray in trays] for name in DOMAIN_WIDE_OPTIONS}
     problems.extend(domain_variance_problems({"domains": {name: model["domains"][name] for name in domains_in_run}},
                                              trays, values))
@@ -290,18 +303,22 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
         "verdicts": [],
         "run_verdicts": [],
         "explain": [],
+        "out_of_service": [tray for tray in play_hosts if tray in away],
     }
     for name in domains_in_run:
         domain = model["domains"][name]
         in_run = per_domain[name]
+        out = [tray for tray in domain_trays[name] if tray in away]
         plan["domains"][name] = {
             "trays": domain_trays[name],
             "trays_in_run": in_run,
+            "out_of_service": out,
+            "absent_addresses": [node["address"] for node in domain["nodes"] if node["host"] in away],
             "addresses": list(domain["addresses"]),
             "leader": in_run[0],
-            # The lock file lives on the domain's first tray, whichever trays the run holds.
-            "lock_holder": domain_trays[name][0],
-            "partial": len(in_run) < len(domain_trays[name]),
+            # The lock file lives on the domain's first tray in service, whichever trays the run holds.
+            "lock_holder": [tray for tray in domain_trays[name] if tray not in away][0],
+            "partial": len(in_run) + len(out) < len(domain_trays[name]),
             "mode": tray_options[in_run[0]]["imex_mode"],
             "service": tray_options[in_run[0]]["imex_service"],
             "allow_busy": tray_options[in_run[0]]["imex_allow_busy_restart"],
@@ -383,8 +400,8 @@ def busy_reasons(tray, read, service):
     slurm = read.get("slurm")
     if isinstance(slurm, dict) and slurm.get("installed"):
         if slurm.get("error") or not slurm.get("state"):
-            work.append("Slurm state of node %s could not be read (%s)" % (slurm.get("node"),
-                                                                            slurm.get("error") or "no state"))
+            work.append("Slurm state of node %s could not be read (%s)"
+                        % (slurm.get("node"), slurm.get("error") or "no state"))
         elif slurm_busy(slurm["state"]):
             work.append("Slurm node %s state %s" % (slurm.get("node"), slurm["state"]))
     elif slurm_busy(read.get("slurm_state")):
@@ -511,14 +528,23 @@ def restart(plan, wave, writes, statuses):
                             "was restarted." % (name, "; ".join("%s on %s" % (str(checksum)[:12], ", ".join(holders))
                                                                 for checksum, holders in by_checksum.items())))
             continue
-        changes, reasons = {}, {}
+        changes, reasons, joining = {}, {}, []
         for tray in in_run:
             changes[tray] = [what for what, result in sorted((writes.get(tray) or {}).items())
                              if (result or {}).get("changed")]
-            if changes[tray]:
+            # Not where the writes were held back (a partial or busy domain): they were not made.
+            if changes[tray] and plan["trays"][tray].get("stopped") and not (domain["partial"] or domain["busy"]):
+                # A stopped daemon reads its new files when it starts; the running trays' files did not
+                # change (else they restart too), so it joins their domain as a tray back from repair does.
+                joining.append(tray)
+            elif changes[tray]:
                 reasons[tray] = "new " + " and ".join(changes[tray])
             elif tray in domain["pending"]:
                 reasons[tray] = "pending restart: " + domain["pending"][tray]
+        if reasons:
+            # The domain restarts: the stopped trays' new files count among its reasons.
+            reasons.update((tray, "new " + " and ".join(changes[tray])) for tray in joining)
+            joining = []
         domain["restart_reasons"] = reasons
         domain["restart"] = False
         changed = [tray for tray in in_run if changes[tray]]
@@ -548,8 +574,8 @@ def restart(plan, wave, writes, statuses):
             domain["pending"] = {}
         status = statuses.get(name) or {}
         ready = {node.get("address") for node in status.get("nodes") or [] if node.get("status") == "READY"}
-        starts = [] if domain["restart"] else [tray for tray in in_run
-                                                 if plan["trays"][tray]["address"] not in ready]
+        starts = [] if domain["restart"] else [
+            tray for tray in in_run if plan["trays"][tray]["address"] not in ready or tray in joining]
         domain["start"] = starts
         domain["proven_before_restart"] = bool(status.get("healthy")) and not domain["restart"] and not starts
     if problems:
@@ -611,6 +637,11 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
         leader = plan["domains"][name]["leader"]
         report = domain_report(name, model, list(play_hosts), {leader: statuses.get(name) or {}},
                                allowed_broken_pairs=int(allowed_broken_pairs))
+        away = plan["domains"][name].get("out_of_service") or []
+        report["out_of_service"] = away
+        if away and report["verdict"] in ("healthy", "tolerated"):
+            report["message"] = "domain %s: %s, every tray in service READY and connected; out of service: %s" % (
+                name, (report.get("status") or {}).get("domain_state") or "UNKNOWN", ", ".join(away))
         stale = (pending or {}).get(name) or {}
         if stale:
             report["ok"] = False

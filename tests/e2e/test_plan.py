@@ -381,3 +381,59 @@ class TestTwoRacks:
         assert not message_naming(run, "rack1", "differs"), messages(run)
         assert tray_modules_run(run) == [], "a module ran on a tray before the refusal"
         assert tray_state(rack, all_trays(rack)) == before
+
+
+# ---------------------------------------------------------------------------------------- 1 x 4
+
+FOUR = ["rack1-tray01", "rack1-tray02", "rack1-tray03", "rack1-tray04"]
+
+
+@pytest.fixture(scope="class")
+def four_trays(tmp_path_factory):
+    reports = str(tmp_path_factory.mktemp("reports"))
+    with simulated_bed(1, 4) as rack:
+        run = site(rack, reports)
+        assert run.rc == 0, run.stdout[-5000:]
+        yield rack, reports
+
+
+class TestOutOfService:
+
+    def test_a_tray_away_for_repair_stays_listed_is_never_contacted_and_rejoins_without_a_restart(
+            self, four_trays, tmp_path):
+        rack, reports = four_trays
+        away = "rack1-tray04"
+        nodes_before = rack.ssh("rack1-tray01", "cat", NODES).stdout
+        # The tray is pulled for repair: its cable is out, so a run that contacted it would fail.
+        rack.simrack("fault", "isolate", away)
+        try:
+            run = site(rack, reports, imex_trays_out_of_service=[away])
+            assert run.rc == 0, run.stdout[-5000:]
+            contacted = sorted({host for host, _task, action, _res in run.ok_results()
+                                if host == away and action in TRAY_MODULES})
+            assert contacted == [] and not [e for e in run.events if e.get("event") == "runner_on_unreachable"]
+            with open(os.path.join(reports, "rack1.json")) as handle:
+                report = json.load(handle)
+            assert report["ok"] and report["out_of_service"] == [away], report
+            assert report["status"]["domain_state"] == "DEGRADED"
+            assert "out of service: %s" % away in " ".join(
+                str(res.get("msg")) for _h, task, _a, res in run.ok_results() if task == "Stop unless every domain is healthy")
+            # The node list still names it, on every tray in service.
+            assert {tray: rack.ssh(tray, "cat", NODES).stdout for tray in FOUR[:3]} == {
+                tray: nodes_before for tray in FOUR[:3]}
+            # Without the option, the same domain fails its proof naming the tray.
+            missing = validate(rack, reports)
+            assert missing.rc != 0 and away in messages(missing), messages(missing)
+        finally:
+            rack.simrack("fault", "heal", "isolate", away)
+
+        # Back from repair as a fresh install: no node list, daemon stopped.
+        rack.ssh(away, "systemctl", "stop", "nvidia-imex")
+        rack.ssh(away, "rm", "-f", NODES)
+        peers = main_pids(rack, FOUR[:3])
+        back = site(rack, reports)
+        assert back.rc == 0, back.stdout[-5000:]
+        assert main_pids(rack, FOUR[:3]) == peers, "a peer was restarted for the tray that rejoined"
+        assert main_pids(rack, [away])[away] not in ("", "0")
+        assert rack.ssh(away, "cat", NODES).stdout == nodes_before
+        assert verdict(reports, "rack1") == "healthy"
