@@ -25,8 +25,7 @@ from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
 from ansible_collections.rackscale.imex.plugins.filter import imex_domain as filters
-from ansible_collections.rackscale.imex.plugins.filter.imex_domain import FilterModule, imex_domain_model
-from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_domain_model
+from ansible_collections.rackscale.imex.plugins.filter.imex_domain import FilterModule, imex_domain_model, model_or_problems
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))  # tests/unit/plugins/filter -> root
@@ -267,12 +266,7 @@ def test_plain_dicts_with_explicit_domains():
 
 def test_without_the_vars_plugin_the_error_says_how_to_enable_it():
     groups, hostvars = plain_inventory()
-    assert filter_error(groups, hostvars) == (
-        "imex_domain_model cannot see the inventory's group tree (no tray of imex_domains has "
-        "imex_group_children): enable the vars plugin rackscale.imex.group_tree, which gives plays the "
-        "inventory's group tree: vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in the "
-        "[defaults] section of ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree), "
-        "or pass domains=[...] with the child groups of imex_domains")
+    assert filter_error(groups, hostvars) == CANNOT_TELL
 
 
 @pytest.mark.parametrize(("args", "kwargs", "message"), [
@@ -308,18 +302,183 @@ def test_flag_that_is_not_a_boolean():
         "allow_mixed_families must be true or false, got 'sometimes'")
 
 
-# --- the role's model filter ---------------------------------------------------------------------
+# --- imex_domain: a tray's domain from a host variable ------------------------------------------------
 
-def test_the_internal_model_filter_returns_every_problem_instead_of_raising():
+CANNOT_TELL = (
+    "imex_domain_model cannot tell the IMEX domains (no tray of imex_domains sets imex_domain, and none has "
+    "imex_group_children): set imex_domain on every tray to the name of its domain group (for example "
+    "imex_domain: rack07 in group_vars/rack07.yml), or enable the vars plugin rackscale.imex.group_tree, which "
+    "gives plays the inventory's group tree: vars_plugins_enabled = host_group_vars,rackscale.imex.group_tree in "
+    "the [defaults] section of ansible.cfg (or ANSIBLE_VARS_ENABLED=host_group_vars,rackscale.imex.group_tree); "
+    "the domain groups are the child groups of imex_domains")
+
+
+def declared_inventory(domains, groups_too=True):
+    """Plain ``groups`` and ``hostvars`` (no imex_group_children anywhere) of {tray: its imex_domain or None}:
+    tray i at 198.18.1.(11+i); ``groups_too`` adds a group of each domain's name holding its trays."""
+    groups = {"all": list(domains), "imex_domains": list(domains)}
+    hostvars = {}
+    for index, (tray, domain) in enumerate(domains.items()):
+        hostvars[tray] = {"ansible_host": "198.18.1.%d" % (11 + index)}
+        if domain is not None:
+            hostvars[tray]["imex_domain"] = domain
+            if groups_too:
+                groups.setdefault(domain, []).append(tray)
+    return groups, hostvars
+
+
+def test_the_domains_come_from_imex_domain_alone_without_the_vars_plugin():
+    groups, hostvars = declared_inventory({"b2": "rackB", "a1": "rackA", "b1": "rackB", "a2": "rackA"})
+    assert not any("imex_group_children" in values for values in hostvars.values())
+    model = imex_domain_model(groups, hostvars)
+    assert sorted(model["domains"]) == ["rackA", "rackB"]
+    assert [node["host"] for node in model["domains"]["rackA"]["nodes"]] == ["a1", "a2"]
+    assert [node["host"] for node in model["domains"]["rackB"]["nodes"]] == ["b1", "b2"]
+    assert model["domains"]["rackB"]["addresses"] == ["198.18.1.13", "198.18.1.11"]
+    assert model["host_domain"] == {"a1": "rackA", "a2": "rackA", "b1": "rackB", "b2": "rackB"}
+    assert model_or_problems(groups, hostvars, ["a1", "b1"]) == {"model": model, "problems": []}
+
+
+def test_imex_domain_names_the_trays_of_a_domain_even_where_no_group_of_that_name_exists():
+    # A constructed inventory that only composes imex_domain: the trays sit directly in imex_domains.
+    groups, hostvars = declared_inventory({"t1": "nvl_3f2c_32766", "t2": "nvl_3f2c_32766", "t3": "nvl_9a01_1"},
+                                          groups_too=False)
+    assert sorted(groups) == ["all", "imex_domains"]
+    model = imex_domain_model(groups, hostvars)
+    assert {name: domain["addresses"] for name, domain in model["domains"].items()} == {
+        "nvl_3f2c_32766": ["198.18.1.11", "198.18.1.12"], "nvl_9a01_1": ["198.18.1.13"]}
+
+
+def test_trays_without_imex_domain_while_others_have_it_are_refused_naming_them():
+    groups, hostvars = declared_inventory({"a1": "rackA", "a2": None, "b1": "rackB", "b2": ""})
+    assert filter_error(groups, hostvars) == (
+        "IMEX domain model: 1 problem in the inventory:\n"
+        "- trays a2, b2 set no imex_domain while other trays of imex_domains do; set it on every tray (the name of "
+        "its domain group)")
+    assert model_or_problems(groups, hostvars, ["a1"])["problems"] == [
+        "trays a2, b2 set no imex_domain while other trays of imex_domains do; set it on every tray (the name of its "
+        "domain group)"]
+
+
+def test_a_group_of_the_domains_name_must_hold_the_same_trays():
+    groups, hostvars = declared_inventory({"a1": "rackA", "a2": "rackA", "a3": "rackA"})
+    groups["rackA"] = ["a1", "a2"]  # a3 says rackA, but the group rackA does not hold it
+    assert filter_error(groups, hostvars) == (
+        "IMEX domain model: 1 problem in the inventory:\n"
+        "- imex_domain = rackA on a1, a2, a3, but group rackA holds a1, a2; make them name the same trays")
+
+
+def test_the_variable_and_the_group_tree_that_agree_give_the_model_of_either(tmp_path):
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          vars:
+            imex_domain: rack1
+          hosts:
+            r1t1: {ansible_host: 198.18.1.11}
+            r1t2: {ansible_host: 198.18.1.12}
+        rack2:
+          vars:
+            imex_domain: rack2
+          hosts:
+            r2t1: {ansible_host: 198.18.2.11}
+        """)
+    assert hostvars["r1t1"]["imex_group_children"]["imex_domains"] == ["rack1", "rack2"]
+    model = imex_domain_model(groups, hostvars)
+    assert list(model["domains"]) == ["rack1", "rack2"]
+    assert model == imex_domain_model(groups, hostvars, domains=["rack1", "rack2"])
+
+
+def test_the_example_inventory_sets_imex_domain_on_every_tray_in_agreement_with_its_groups():
+    groups, hostvars, _play_hosts = play_vars(EXAMPLE)
+    model = imex_domain_model(groups, hostvars)
+    assert all(hostvars[tray]["imex_domain"] == domain for tray, domain in model["host_domain"].items())
+
+
+def test_the_variable_and_the_group_tree_that_disagree_are_refused_naming_the_trays(tmp_path):
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          vars:
+            imex_domain: rack1
+          hosts:
+            r1t1: {ansible_host: 198.18.1.11}
+            r1t2: {ansible_host: 198.18.1.12, imex_domain: rack2}
+        rack2:
+          vars:
+            imex_domain: rack2
+          hosts:
+            r2t1: {ansible_host: 198.18.2.11}
+            r2t2: {ansible_host: 198.18.2.12, imex_domain: rack9}
+        """)
+    problems = model_or_problems(groups, hostvars, ["r1t1"])["problems"]
+    assert problems[0] == (
+        "imex_domain and the child groups of imex_domains disagree on trays r1t2 (imex_domain = rack2, group rack1); "
+        "r2t2 (imex_domain = rack9, group rack2); make them name the same domain")
+    # The groups of those names say which trays they hold.
+    assert problems[1:] == [
+        "imex_domain = rack1 on r1t1, but group rack1 holds r1t1, r1t2; make them name the same trays",
+        "imex_domain = rack2 on r1t2, r2t1, but group rack2 holds r2t1, r2t2; make them name the same trays"]
+    assert filter_error(groups, hostvars).startswith(
+        "IMEX domain model: 3 problems in the inventory:\n- imex_domain and the child groups of imex_domains disagree "
+        "on trays r1t2")
+
+
+def test_a_tray_in_no_child_group_disagrees_with_its_imex_domain(tmp_path):
+    source = write_inventory(tmp_path, """\
+        all:
+          children:
+            imex_domains:
+              hosts:
+                loose: {ansible_host: 198.18.3.11, imex_domain: rack3}
+              children:
+                rack1:
+                  vars:
+                    imex_domain: rack1
+                  hosts:
+                    r1t1: {ansible_host: 198.18.1.11}
+        """)
+    groups, hostvars, _play_hosts = play_vars(source)
+    assert model_or_problems(groups, hostvars, ["r1t1"])["problems"] == [
+        "imex_domain and the child groups of imex_domains disagree on trays loose (imex_domain = rack3, group none); "
+        "make them name the same domain"]
+
+
+def test_an_imex_domain_that_cannot_be_templated_names_the_tray(tmp_path):
+    groups, hostvars = domain_groups_vars(tmp_path, """\
+        rack1:
+          hosts:
+            r1t1: {ansible_host: 198.18.1.11, imex_domain: rack1}
+            r1t2: {ansible_host: 198.18.1.12, imex_domain: "{{ undefined_rack_name }}"}
+        """)
+    message = filter_error(groups, hostvars)
+    assert "- tray r1t2: imex_domain cannot be read: " in message and "undefined_rack_name" in message
+
+
+def test_neither_imex_domain_nor_the_group_tree_says_how_to_give_either():
+    groups, hostvars = declared_inventory({"a1": None, "a2": ""})
+    assert filter_error(groups, hostvars) == CANNOT_TELL
+    assert "imex_domain" in CANNOT_TELL and "rackscale.imex.group_tree" in CANNOT_TELL
+
+
+def test_explicit_domains_ignore_imex_domain():
+    groups, hostvars = declared_inventory({"a1": "rackA", "a2": None})
+    groups["pair"] = ["a1", "a2"]
+    assert list(imex_domain_model(groups, hostvars, domains=["pair"])["domains"]) == ["pair"]
+
+
+# --- the plan's model: every problem, one sentence each ---------------------------------------------
+
+def test_model_or_problems_returns_every_problem_instead_of_raising():
     groups, hostvars = plain_inventory()
     model = imex_domain_model(groups, hostvars, domains=["rack1"])
 
-    assert imex_internal_domain_model(groups, hostvars, ["t1"], domains=["rack1"]) == {"model": model, "problems": []}
-    assert imex_internal_domain_model(groups, hostvars, ["t1", "login01"], domains=["rack1"]) == {"model": None, "problems": [
+    assert model_or_problems(groups, hostvars, ["t1"], domains=["rack1"]) == {"model": model, "problems": []}
+    assert model_or_problems(groups, hostvars, ["t1", "login01"], domains=["rack1"]) == {"model": None, "problems": [
         "tray login01 is in the play but in no IMEX domain (no child group of imex_domains holds it); add it to the "
         "group of its rack or NVLink partition, or leave it out of the play"]}
-    found = imex_internal_domain_model(groups, hostvars, ["t1"], domains=["rack1"], max_nodes=0)
+    found = model_or_problems(groups, hostvars, ["t1"], domains=["rack1"], max_nodes=0)
     assert found == {"model": None, "problems": ["max_nodes = 0 (int) is not a positive integer"]}
+    # A filter error without problem lines is one problem.
+    assert model_or_problems(groups, hostvars, ["t1"]) == {"model": None, "problems": [CANNOT_TELL]}
 
 
 # --- plugin registration and documentation ------------------------------------------------------
@@ -372,7 +531,6 @@ PLAYBOOK = """\
       ansible.builtin.debug:
         msg:
           model: "{{ model }}"
-          in_domains: "{{ (groups | rackscale.imex.imex_internal_domain_model(hostvars, ansible_play_hosts_all)).problems == [] }}"
 """
 
 
@@ -394,6 +552,5 @@ def test_playbook_with_limit_writes_the_full_rack(tmp_path):
 
     assert run.returncode == 0, run.stdout + run.stderr
     result = json.loads((tree / "rack08-tray12").read_text())["msg"]
-    assert result["in_domains"] is True
     assert result["model"]["domains"]["rack08_p2"]["addresses"] == ["198.19.8.%d" % (10 + t) for t in range(10, 19)]
     assert len(result["model"]["domains"]["rack07"]["addresses"]) == 18

@@ -1,105 +1,43 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The role's glue filters hand explicit data to the controller-side code."""
+"""The glue filters left for the imex_channels role and discover.yml hand explicit data to the
+controller-side code. The imex role's decisions are the plan's (tests/unit/plugins/plugin_utils/test_plan.py);
+the discovery filter is tested in test_discover.py."""
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.rackscale.imex.plugins.filter.imex_internal import (
-    imex_internal_domain_report,
-    imex_internal_is_pem,
-    imex_internal_tls_file_problems,
-    imex_internal_trays_to_explain,
-    imex_internal_with_daemon_logs,
+    FilterModule,
+    imex_internal_channel_entries,
+    imex_internal_channels_to_ensure,
+    imex_internal_discovery,
 )
+from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries
 
-MODEL = {"domains": {"rack1": {"name": "rack1", "addresses": ["198.18.1.11", "198.18.1.12"],
-                               "nodes": [{"host": "t1", "address": "198.18.1.11", "index": 0},
-                                         {"host": "t2", "address": "198.18.1.12", "index": 1}]}},
-         "host_domain": {"t1": "rack1", "t2": "rack1"}}
-HEALTHY = {"domain_state": "UP", "healthy": True, "nodes": [], "broken_pairs": [], "problems": []}
+TENANT = {"channel": 5, "group": "tenant-a", "mode": "0660"}
 
 
-def loop(*results):
-    """What a registered run_once loop over domains holds: one result per domain, its name as item."""
-    return {"changed": False, "results": [dict(result, item=domain) for domain, result in results]}
+def test_only_the_filters_of_the_channels_role_and_of_discovery_are_left():
+    assert FilterModule().filters() == {
+        "imex_internal_discovery": imex_internal_discovery,
+        "imex_internal_channel_entries": imex_internal_channel_entries,
+        "imex_internal_channels_to_ensure": imex_internal_channels_to_ensure,
+    }
 
 
-# A loop whose every item was skipped by its condition, and a task skipped as a whole.
-EMPTY_LOOP = {"changed": False, "skipped": True, "results": []}
-SKIPPED_TASK = {"changed": False, "skipped": True}
+@pytest.mark.parametrize(("given", "channel0"), [
+    (True, True), ("true", True), ("yes", True), ("1", True),
+    (False, False), ("false", False), ("no", False), ("0", False), ("", False), (None, False),
+])
+def test_channel0_given_as_text_is_a_boolean(given, channel0):
+    # -e imex_channels_channel0=false arrives as the string "false", which bool() would take for true.
+    entries = imex_internal_channel_entries("static", given, None)
+    assert entries == [{"channel": 0, "state": "present" if channel0 else "absent", "persistent": True,
+                        "immediate": True}]
 
 
-def test_a_domain_the_proof_did_not_read_is_judged_on_the_read_before_the_restarts():
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], EMPTY_LOOP, loop(("rack1", HEALTHY)))
-    assert report["verdict"] == "healthy" and report["status"]["domain_state"] == "UP" and report["leader"] == "t1"
-
-
-def test_a_proof_that_ran_wins_over_the_earlier_read():
-    waited = dict(HEALTHY, domain_state="DEGRADED", healthy=False, problems=["node 1 (198.18.1.12) is UNAVAILABLE"])
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", waited)), loop(("rack1", HEALTHY)))
-    assert report["verdict"] == "unhealthy" and report["problems"] == ["node 1 (198.18.1.12) is UNAVAILABLE"]
-
-
-def test_each_domain_takes_its_own_item_of_the_loop():
-    other = dict(HEALTHY, domain_state="DOWN", healthy=False, problems=["domain state is DOWN, not UP"])
-    report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack2", other), ("rack1", HEALTHY)))
-    assert report["verdict"] == "healthy"
-
-
-def test_the_leader_is_the_first_tray_of_the_domain_left_in_the_play():
-    report = imex_internal_domain_report("rack1", MODEL, ["t2"], loop(("rack1", HEALTHY)))
-    assert report["leader"] == "t2" and report["trays_not_in_run"] == ["t1"]
-
-
-def test_without_any_read_the_verdict_is_unknown():
-    for earlier in ({}, None, SKIPPED_TASK, EMPTY_LOOP):
-        report = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK, earlier)
-        assert report["verdict"] == "unknown"
-
-
-def test_tls_files_are_checked_per_tray_with_tls_on_only(tmp_path):
-    present = tmp_path / "ca.crt"
-    present.write_text("x")
-    problems = imex_internal_tls_file_problems(
-        ["t1", "t2", "t3"], ["true", "no", True], [str(present)] * 3, [str(present), "", ""],
-        [str(tmp_path / "missing.key"), "", str(present)])
-    assert problems == [
-        "tray t1: imex_tls is true but imex_tls_key is unset or not a file on the controller (nor PEM text)",
-        "tray t3: imex_tls is true but imex_tls_cert is unset or not a file on the controller (nor PEM text)",
-    ]
-    assert imex_internal_tls_file_problems(["t1"], [True], [str(present)], [str(present)], [str(present)]) == []
-    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-    assert imex_internal_tls_file_problems(["t1"], [True], [pem], [pem], [str(present)]) == []
-    assert imex_internal_tls_file_problems(["t1"], [True], ["BEGIN nothing"], [pem], [pem]) == [
-        "tray t1: imex_tls is true but imex_tls_ca is unset or not a file on the controller (nor PEM text)"]
-
-
-def test_a_failed_proof_names_the_trays_whose_log_explains_it_and_the_excerpts_join_the_message():
-    down = dict(HEALTHY, domain_state="DEGRADED", healthy=False, problems=["node 1 (198.18.1.12, t2) is UNAVAILABLE"],
-                nodes=[{"index": 0, "status": "READY", "reported": True},
-                       {"index": 1, "status": "UNAVAILABLE", "reported": True}])
-    verdict = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", down)))
-    assert imex_internal_trays_to_explain([verdict], MODEL, ["t1", "t2"]) == ["t2"]
-    reads = {"results": [{"item": "t2", "source": "file", "path": "/var/log/nvidia-imex.log",
-                          "lines": ["[ERROR] No matching network interface found"], "truncated": False}]}
-    explained = imex_internal_with_daemon_logs([verdict], MODEL, reads)[0]
-    assert explained["daemon_logs"] == {"t2": {"source": "file", "path": "/var/log/nvidia-imex.log",
-                                               "lines": ["[ERROR] No matching network interface found"],
-                                               "truncated": False}}
-    assert explained["message"].endswith("daemon log of t2 (/var/log/nvidia-imex.log, last 1 lines):\n"
-                                         "      [ERROR] No matching network interface found")
-    failed = imex_internal_with_daemon_logs([verdict], MODEL, {"results": [{"item": "t2", "failed": True, "msg": "no"}]})
-    assert failed[0]["daemon_logs"] == {"t2": {"error": "no"}}
-
-
-def test_a_healthy_domain_needs_no_log_and_an_unread_status_asks_its_leader():
-    healthy = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], loop(("rack1", HEALTHY)))
-    assert imex_internal_trays_to_explain([healthy], MODEL, ["t1", "t2"]) == []
-    unknown = imex_internal_domain_report("rack1", MODEL, ["t1", "t2"], SKIPPED_TASK)
-    assert imex_internal_trays_to_explain([unknown], MODEL, ["t1", "t2"]) == ["t1"]
-    assert imex_internal_with_daemon_logs([healthy], MODEL, EMPTY_LOOP) == [healthy]
-
-
-def test_pem_text_is_told_from_a_controller_path():
-    assert imex_internal_is_pem("\n  -----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n")
-    assert not imex_internal_is_pem("/srv/pki/ca.crt")
-    assert not imex_internal_is_pem("")
-    assert not imex_internal_is_pem(None)
+def test_the_channel_filters_hand_their_data_to_the_channel_code():
+    entries = imex_internal_channel_entries("dra_host_managed", True, (TENANT,))
+    assert entries == channel_entries("dra_host_managed", True, [TENANT])
+    assert imex_internal_channels_to_ensure(entries, {"0": {"changed": False}, "5": {"changed": True}}) == entries[1:]
+    assert imex_internal_channels_to_ensure(entries, None) == entries

@@ -1,7 +1,7 @@
 """Tests for the domain verdict and report (plugins/plugin_utils/_report.py)."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_domain_report
+from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import verdicts
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 
 MODEL = {"domains": {"rack1": {
@@ -73,9 +73,10 @@ def test_trays_left_out_of_the_run_are_listed_and_the_first_in_run_leads():
     assert report["leader"] == "rack1-tray02" and report["trays_not_in_run"] == ["rack1-tray01"]
 
 
-def test_filter_passes_the_allowance_through():
+def test_the_plan_judges_each_domain_on_its_leaders_status_with_the_allowance_as_given():
+    # The role hands the allowance as the option's text (-e imex_allowed_broken_pairs=1).
     pairs = [{"from_index": 0, "to_index": 1, "state": "R"}]
     leader = status(False, "DEGRADED", broken_pairs=pairs, problems=["pair 0 -> 1: R"])
-    proof = {"results": [dict(leader, item="rack1")]}
-    report = imex_internal_domain_report("rack1", MODEL, tuple(TRAYS), proof, allowed_broken_pairs="1")
-    assert set(report) == REPORT_KEYS and report["verdict"] == "tolerated"
+    plan = {"domains": {"rack1": {"leader": "rack1-tray01"}}}
+    (report,) = verdicts(plan, MODEL, ["rack1"], {"rack1": leader}, tuple(TRAYS), allowed_broken_pairs="1")
+    assert REPORT_KEYS <= set(report) and report["verdict"] == "tolerated" and report["leader"] == "rack1-tray01"
