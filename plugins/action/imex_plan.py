@@ -23,12 +23,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 
-STAGES = ("preflight", "read", "restart", "guard", "verdicts")
+STAGES = ("preflight", "read", "restart", "guard", "verdicts", "discover")
 # What each tray registered, by the name the role's tasks give it.
 TRAY_OPTIONS = "__imex_tray_options"
 TRAY_READ = "__imex_tray_info"
 TRAY_ACTIVITY = "__imex_activity"
+TRAY_DISCOVERED = "__imex_discovered"
 TRAY_WRITES = {"node list": "__imex_nodes_result", "config": "__imex_config_result",
                "TLS material": "__imex_tls_result"}
 # The status reads and daemon log reads of a wave, registered run_once by the role's tasks.
@@ -193,3 +195,19 @@ class ActionModule(ActionBase):
         plan["explain"] = [] if with_logs else _plan.explain(
             reports, plan["model"], [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []])
         return plan
+
+    def _discover(self, args, task_vars):
+        """discover.yml: an inventory skeleton, one group per NVLink partition the trays report."""
+        entries = []
+        for tray in [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []]:
+            found = {}
+            for name in CONNECTION_VARS:
+                value = self._hostvar(task_vars, tray, name)
+                if value is not None:
+                    found[name] = value
+            entries.append({"name": tray, "read": self._hostvar(task_vars, tray, TRAY_DISCOVERED) or {},
+                            "vars": found})
+        found = skeleton_of(entries, int(args.get("max_nodes") or 18))
+        if found["problems"]:
+            raise _plan.PlanError(found["problems"])
+        return found

@@ -28,7 +28,7 @@ options:
     description: The stage of the plan to make.
     type: str
     required: true
-    choices: [preflight, read, restart, guard, verdicts]
+    choices: [preflight, read, restart, guard, verdicts, discover]
   wave:
     description: The domains of the wave, for O(stage=restart) and O(stage=guard).
     type: list
@@ -49,6 +49,10 @@ options:
         refuses no hand-over to the DRA driver and proves every domain, in check mode too).
     type: bool
     default: true
+  max_nodes:
+    description: For O(stage=discover), the largest NVLink partition a domain may be.
+    type: int
+    default: 18
   allowed_broken_pairs:
     description: For O(stage=verdicts), the broken pairs a domain may have and still pass.
     type: int

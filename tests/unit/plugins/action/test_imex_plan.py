@@ -386,7 +386,7 @@ def test_a_stage_before_the_preflight_is_refused():
 def test_an_unknown_stage_is_refused():
     result = run({"stage": "restrat"}, play())
     assert result["failed"] is True and "problems" not in result
-    assert result["msg"] == "stage must be one of preflight, read, restart, guard, verdicts, got 'restrat'"
+    assert result["msg"] == "stage must be one of preflight, read, restart, guard, verdicts, discover, got 'restrat'"
     assert run({}, play())["msg"].endswith("got None")
 
 
@@ -629,3 +629,29 @@ def test_a_user_without_a_name_is_named_by_uid(origin, monkeypatch, error):
 
     monkeypatch.setattr(action_plugin.getpass, "getuser", no_name)
     assert run_id(now=1764080100).startswith("run-uid%d@ctl01-pid4242-" % os.getuid())
+
+
+def fabric_read(cluster="3f2c9d1a-1111-4a2b-8c3d-123456789abc", clique=32766, ok=True):
+    return {"fabric_ok": ok, "cluster_uuid": cluster if ok else None, "clique_id": clique if ok else None,
+            "problems": [] if ok else ["GPU 0: State In Progress"], "changed": False}
+
+
+def test_discover_groups_the_trays_by_partition_and_keeps_only_their_connection_variables():
+    hostvars = {"t1": {"ansible_host": "10.0.0.1", "imex_settings": {"LOG_LEVEL": 4}, "group_names": ["x"],
+                       "__imex_discovered": fabric_read()},
+                "t2": {"ansible_host": "10.0.0.2", "ansible_user": "ops", "__imex_discovered": fabric_read(clique=7)}}
+    task_vars = {"hostvars": hostvars, "ansible_play_hosts_all": ["t1", "t2"], "ansible_play_hosts": ["t1", "t2"]}
+    found = planned("discover", task_vars, max_nodes="18")["plan"]
+    groups = found["inventory"]["all"]["children"]["imex_domains"]["children"]
+    assert groups["nvl_3f2c9d1a_32766"]["hosts"] == {"t1": {"ansible_host": "10.0.0.1"}}
+    assert groups["nvl_3f2c9d1a_7"] == {"hosts": {"t2": {"ansible_host": "10.0.0.2", "ansible_user": "ops"}},
+                                        "vars": {"imex_domain_size": 1, "imex_domain": "nvl_3f2c9d1a_7"}}
+
+
+def test_discover_refuses_every_tray_it_could_not_place_and_writes_nothing():
+    hostvars = {"t1": {"__imex_discovered": fabric_read(ok=False)},
+                "t2": {"__imex_discovered": {"unreachable": True, "msg": "Failed to connect to the host via ssh"}}}
+    task_vars = {"hostvars": hostvars, "ansible_play_hosts_all": ["t1", "t2"], "ansible_play_hosts": ["t1"]}
+    assert problems_of("discover", task_vars, max_nodes=18) == [
+        "tray t1: NVLink fabric not registered (Completed/Success): GPU 0: State In Progress",
+        "tray t2: could not be read: Failed to connect to the host via ssh"]

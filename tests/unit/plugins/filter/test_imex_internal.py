@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The glue filters left for the imex_channels role and discover.yml hand explicit data to the
-controller-side code. The imex role's decisions are the plan's (tests/unit/plugins/plugin_utils/test_plan.py);
-the discovery filter is tested in test_discover.py."""
+"""The glue filters left for the imex_channels role hand explicit data to the controller-side code.
+The imex role's decisions are the plan's (tests/unit/plugins/plugin_utils/test_plan.py); discovery
+is the plan action's discover stage (tests/unit/plugins/action/test_imex_plan.py)."""
 from __future__ import annotations
 
 import pytest
@@ -10,16 +10,14 @@ from ansible_collections.rackscale.imex.plugins.filter.imex_internal import (
     FilterModule,
     imex_internal_channel_entries,
     imex_internal_channels_to_ensure,
-    imex_internal_discovery,
 )
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries
 
 TENANT = {"channel": 5, "group": "tenant-a", "mode": "0660"}
 
 
-def test_only_the_filters_of_the_channels_role_and_of_discovery_are_left():
+def test_only_the_filters_of_the_channels_role_are_left():
     assert FilterModule().filters() == {
-        "imex_internal_discovery": imex_internal_discovery,
         "imex_internal_channel_entries": imex_internal_channel_entries,
         "imex_internal_channels_to_ensure": imex_internal_channels_to_ensure,
     }

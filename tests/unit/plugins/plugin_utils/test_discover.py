@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import yaml
 
-from ansible_collections.rackscale.imex.plugins.filter.imex_internal import imex_internal_discovery
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import skeleton_of, group_name
 
 RACK1 = "8a0b7c1e-6b0b-5f37-9d0c-1d4f6c2e9a11"
@@ -56,10 +55,3 @@ def test_unregistered_or_unread_trays_and_oversized_partitions_are_named():
         "NVLink partition nvl_3f2c9d1a_32766 (ClusterUUID %s, CliqueId 32766) has 3 trays, more than "
         "imex_max_nodes=2: t1, t4, t5" % OTHER,
     ]
-
-
-def test_the_filter_keeps_only_the_connection_variables():
-    found = imex_internal_discovery(
-        ["t1"], [read(OTHER)], [{"ansible_host": "10.0.0.1", "imex_settings": {"LOG_LEVEL": 4}, "group_names": ["x"]}], "18")
-    hosts = found["inventory"]["all"]["children"]["imex_domains"]["children"]["nvl_3f2c9d1a_32766"]["hosts"]
-    assert hosts == {"t1": {"ansible_host": "10.0.0.1"}}

@@ -1391,3 +1391,63 @@ def test_a_run_of_two_waves_from_preflight_to_the_summary():
     plan = _plan.judged(plan, _plan.verdicts(plan, model, ["rackB"], {"rackB": status_of(plan, "rackB")},
                                              list(plan["trays"])))
     assert plan["proven"] is True and [report["verdict"] for report in plan["run_verdicts"]] == ["healthy"] * 2
+
+
+# --- trays out of service, and a stopped tray joining its running domain ----------------------------
+
+def test_a_tray_out_of_service_stays_in_the_node_list_is_not_planned_for_and_is_the_proofs_only_allowance():
+    model = model_of({"rack1": ["t1", "t2", "t3"]})
+    options = options_of(model, every={"imex_trays_out_of_service": ["t1"]})
+    plan = preflight(model, options)
+    domain = plan["domains"]["rack1"]
+    assert plan["out_of_service"] == ["t1"] and sorted(plan["trays"]) == ["t2", "t3"]
+    assert subset(domain, {"trays": ["t1", "t2", "t3"], "trays_in_run": ["t2", "t3"], "out_of_service": ["t1"],
+                           "absent_addresses": ["198.18.1.11"], "partial": False, "leader": "t2",
+                           "lock_holder": "t2"})
+    # The node list every tray in service writes still names it.
+    assert domain["addresses"] == ["198.18.1.11", "198.18.1.12", "198.18.1.13"]
+
+
+def test_out_of_service_names_checked_and_a_domain_wholly_away_refused():
+    model = model_of({"rack1": ["t1", "t2"], "rack2": ["u1"]})
+    problems = refused(preflight, model, options_of(model, every={"imex_trays_out_of_service": ["u1", "zz9"]}))
+    assert problems == ["imex_trays_out_of_service names zz9, which is in no IMEX domain of the inventory",
+                        "domain rack2: every tray of the run is out of service (imex_trays_out_of_service); leave "
+                        "the domain out of the run (--limit) while it is away"]
+
+
+def test_the_report_of_a_domain_with_a_tray_away_names_it():
+    model = model_of({"rack1": ["t1", "t2", "t3"]})
+    options = options_of(model, every={"imex_trays_out_of_service": ["t3"]})
+    plan = preflight(model, options)
+    degraded = status_of(plan, "rack1", healthy=True, domain_state="DEGRADED")
+    [report] = _plan.verdicts(plan, model, ["rack1"], {"rack1": degraded}, ["t1", "t2"])
+    assert report["ok"] and report["out_of_service"] == ["t3"]
+    assert report["message"] == ("domain rack1: DEGRADED, every tray in service READY and connected; "
+                                 "out of service: t3")
+
+
+def test_a_stopped_tray_with_new_files_joins_its_running_domain_without_a_restart():
+    _model, _options, plan = planned({"rack1": ["t1", "t2", "t3"]}, reads={"t3": {"active": False}})
+    writes = {"t1": SKIPPED, "t2": SKIPPED, "t3": wrote(nodes=True, config=True)}
+    found = _plan.restart(plan, ["rack1"], writes, {"rack1": status_of(plan, "rack1", not_ready=["t3"])})
+    domain = found["domains"]["rack1"]
+    assert domain["restart"] is False and domain["start"] == ["t3"] and found["restarting"] == []
+    assert [found["trays"][tray]["start"] for tray in ("t1", "t2", "t3")] == [False, False, True]
+
+
+def test_a_running_tray_with_new_files_still_restarts_the_domain_and_the_stopped_ones_with_it():
+    _model, _options, plan = planned({"rack1": ["t1", "t2", "t3"]}, reads={"t3": {"active": False}})
+    writes = {"t1": wrote(config=True), "t2": SKIPPED, "t3": wrote(config=True)}
+    found = _plan.restart(plan, ["rack1"], writes, all_ready(plan, ["rack1"]))
+    assert found["domains"]["rack1"]["restart"] is True
+    assert found["domains"]["rack1"]["restart_reasons"] == {"t1": "new config", "t3": "new config"}
+
+
+def test_a_stopped_tray_of_a_busy_domain_does_not_start_on_files_that_were_not_written():
+    _model, _options, plan = planned({"rack1": ["t1", "t2"]},
+                                     reads={"t1": {"compute_apps": [{"pid": 7, "name": "a.out"}]},
+                                            "t2": {"active": False}})
+    problems = refused(_plan.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": wrote(config=True)},
+                       all_ready(plan, ["rack1"]))
+    assert problems[0].startswith("domain rack1 is not restarted: work runs on it (t1: pid 7 a.out)")
