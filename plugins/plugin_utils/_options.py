@@ -94,6 +94,10 @@ def settings_problems(settings, tls):
     return problems
 
 
+# The keys of an isolation channel entry.
+CHANNEL_KEYS = ("channel", "owner", "group", "mode", "state")
+
+
 def channel_problems(channels, imex_mode):
     """Isolation channel entries: numbers, owners, groups and modes a tray would refuse, duplicates,
     and any entry in a mode whose channels belong to Slurm or the DRA driver."""
@@ -104,6 +108,13 @@ def channel_problems(channels, imex_mode):
             problems.append("imex_channels[%d] = %s is not a mapping with a channel key" % (position, _shown(entry)))
             continue
         label = "imex_channels[%d] (channel %s)" % (position, entry.get("channel", "?"))
+        unknown = sorted(str(key) for key in entry if key not in CHANNEL_KEYS)
+        if unknown:
+            problems.append("%s: unknown key%s %s (an entry takes %s)" % (
+                label, "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(CHANNEL_KEYS)))
+        if "channel" not in entry:
+            problems.append("%s: channel is required" % label)
+            continue
         if imex_mode not in OWN_CHANNEL_MODES:
             problems.append("%s: the channels belong to %s in imex_mode %s; remove imex_channels"
                             % (label, "Slurm" if imex_mode == "slurm" else "the DRA driver", imex_mode))

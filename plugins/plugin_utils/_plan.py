@@ -337,6 +337,8 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             "settings": daemon_settings(options, address),
             "channel_entries": channel_entries(options["imex_mode"], options["imex_channel0"],
                                                options.get("imex_channels") or []),
+            # The isolation channels as a list (they may have come as JSON or YAML text).
+            "channels_extra": list(options.get("imex_channels") or []),
             "read_files": [options["imex_nodes_config_path"], options["imex_config_path"]],
             "read_stat_files": tls_paths(options),
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.

@@ -70,9 +70,13 @@ def test_the_channels_role_alone_makes_the_channels(simulated_rack, tmp_path):
 
 
 def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
+    """Options as an operator's shell or an AWX survey hands them over: text, mappings and lists as
+    JSON or YAML text too."""
     reports = str(tmp_path / "reports")
     run = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                       cmdline_vars={"imex_rolling": "false", "imex_skip_fabric_check": "true", "imex_tls": "false",
+                       cmdline_vars={"imex_settings": '{"LOG_LEVEL": "4"}', "imex_channels": "[]",
+                                     "imex_trays_out_of_service": "[]",
+                                     "imex_rolling": "false", "imex_skip_fabric_check": "true", "imex_tls": "false",
                                      "imex_cmd_bind_own_address": "no", "imex_backup": "False",
                                      "imex_reboot_allowed": "false", "imex_allow_mixed_families": "false",
                                      "imex_channel0": "yes", "imex_allow_busy_restart": "no",
@@ -108,6 +112,7 @@ def test_the_validate_entry_point_alone_proves_the_converged_rack(simulated_rack
     assert run.roles_run() == ["imex"]
     modules = {action for _, _, action, _ in run.ok_results()}
     assert modules <= {"rackscale.imex.imex_tray_info", "rackscale.imex.imex_status", "rackscale.imex.imex_report",
+                       "rackscale.imex.imex_plan",
                        "ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.set_stats",
                        "ansible.builtin.include_tasks", "ansible.builtin.validate_argument_spec"}, modules
     assert run.changed_hosts() == []

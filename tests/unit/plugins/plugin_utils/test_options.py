@@ -2,7 +2,11 @@
 """Options that contradict each other, or could only fail on a tray, are named on the controller."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import domain_variance_problems, option_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
+    channel_problems,
+    domain_variance_problems,
+    option_problems,
+)
 
 TLS_FILES = {"IMEX_SERVER_KEY": "/k", "IMEX_SERVER_CERT": "/c", "IMEX_SERVER_CERT_AUTH": "/a",
              "IMEX_CLIENT_KEY": "/k", "IMEX_CLIENT_CERT": "/c", "IMEX_CLIENT_CERT_AUTH": "/a"}
@@ -144,3 +148,9 @@ def test_a_tray_set_apart_from_its_domain_is_named_with_both_values():
 def test_trays_outside_the_play_are_not_compared():
     # Under --limit only t0 of rack1 runs: nothing to compare it with.
     assert domain_variance_problems(two_domains(), ["t0"], {"imex_settings": [{"LOG_LEVEL": 4}]}) == []
+
+
+def test_a_channel_entry_with_an_unknown_key_or_no_channel_is_refused_naming_it():
+    assert channel_problems([{"channel": 5, "onwer": "alice"}, {"owner": "bob"}], "static") == [
+        "imex_channels[0] (channel 5): unknown key onwer (an entry takes channel, owner, group, mode, state)",
+        "imex_channels[1] (channel ?): channel is required"]
