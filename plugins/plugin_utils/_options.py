@@ -17,9 +17,19 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
 
-# Characters that would split or disguise a line of a tray file: C0 controls, DEL, and the Unicode
-# line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f\u2028\u2029]")
+# Characters that would split or disguise a line of a tray file: C0 controls, DEL, the C1 controls
+# (NEL, U+0085, ends a line for Python's splitlines), and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# A systemd unit name: systemctl takes it as one argument, and nothing but a unit.
+_UNIT = re.compile(r"^[A-Za-z0-9_.:@\\-]{1,250}$")
+# The largest uid or gid a tray can hold (2^32 - 2; 2^32 - 1 is the "no id" value).
+MAX_ID = 4294967294
+# Directories the collection never writes into directly, nor makes 0700: a tray path must lie in a
+# directory of its own below them (/etc/nvidia-imex/..., /opt/imex/...).
+SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt",
+               "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
+               "/usr/lib", "/usr/local", "/usr/local/bin", "/usr/sbin", "/usr/share", "/var", "/var/lib",
+               "/var/log", "/var/tmp", "/var/run")
 _USER_OR_GROUP = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})$")
 _MODE = re.compile(r"^0?[0-7]{3}$")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.:_-]{0,252})$")
@@ -68,6 +78,10 @@ def settings_problems(settings, tls):
         problem = _control_problem("imex_settings.%s" % key, value)
         if problem:
             problems.append(problem)
+    if "BIND_INTERFACE_IP" in settings:
+        problems.append("imex_settings.BIND_INTERFACE_IP = %s: one value for every tray of a domain gives them all "
+                        "one address, and every daemon but one would fail to start; each daemon finds its own "
+                        "address in the node list, so leave it out" % _shown(settings["BIND_INTERFACE_IP"]))
     if "DAEMONIZE" in settings and str(settings["DAEMONIZE"]).strip() in ("0", "False", "false"):
         problems.append("imex_settings.DAEMONIZE = %s: the nvidia-imex unit is Type=forking, so a daemon that "
                         "does not fork never reports started; remove DAEMONIZE from imex_settings"
@@ -127,15 +141,22 @@ def channel_problems(channels, imex_mode):
             value = entry.get(key)
             if value is not None and not _USER_OR_GROUP.match(str(value)):
                 problems.append("%s: %s %s is not a user or group name, nor a numeric id" % (label, key, _shown(value)))
+            elif value is not None and str(value).isdigit() and int(str(value)) > MAX_ID:
+                problems.append("%s: %s %s is beyond the largest id a tray can hold (%d)" % (
+                    label, key, _shown(value), MAX_ID))
         node_mode = entry.get("mode")
         # An unquoted 0660 is the YAML integer 432: only a quoted string says what was meant.
         if node_mode is not None and not (isinstance(node_mode, str) and _MODE.match(node_mode)):
             problems.append("%s: mode %s is not an octal mode string such as \"0660\" (quote it in YAML)"
                             % (label, _shown(node_mode)))
+        elif node_mode is not None and int(node_mode, 8) & 0o002:
+            problems.append("%s: mode %s lets every local user write the channel, which isolates nothing; use "
+                            "a group, for example \"0660\"" % (label, _shown(node_mode)))
         state = entry.get("state", "present")
         if state not in ("present", "absent"):
             problems.append("%s: state %s is not present or absent" % (label, _shown(state)))
-        channel = str(entry.get("channel"))
+        # 5 and "05" are one channel.
+        channel = str(int(number)) if number.isdigit() else number
         if channel in seen:
             problems.append("%s repeats imex_channels[%d]: each channel is listed once" % (label, seen[channel]))
         else:
@@ -157,6 +178,24 @@ def model_problems(model, cmd_bind_own_address):
                             "IMEX_CMD_BIND_INTERFACE_IP takes an IP address; set imex_address to the trays' "
                             "IP addresses, or leave imex_cmd_bind_own_address false" % (name, ", ".join(named)))
     return problems
+
+
+def path_problem(option, path):
+    """A tray path the collection writes (or makes 0700): absolute, normalised, no '#' (config.cfg
+    reads it as a comment) nor blank, and in a directory of its own, not a system directory itself
+    nor a file directly in one (imex_tls_dir=/etc would make /etc 0700; /etc/shadow is not a config)."""
+    if path is None:
+        return None
+    text = str(path)
+    rule = ("must be an absolute, normalised path without '#' or blanks, in a directory of its own below the "
+            "system directories (for example /etc/nvidia-imex/...)")
+    if (not text.startswith("/") or os.path.normpath(text) != text or text.startswith("//") or "#" in text
+            or any(character.isspace() for character in text)):
+        return "%s = %s %s" % (option, _shown(path), rule)
+    if text in SYSTEM_DIRS or os.path.dirname(text) in SYSTEM_DIRS + ("/dev/shm",):
+        return ("%s = %s is a system directory or directly in one; it must lie in a directory of its own below "
+                "them (for example /etc/nvidia-imex/...)" % (option, _shown(path)))
+    return None
 
 
 def hook_problems(options, is_file):
@@ -243,9 +282,13 @@ def option_problems(options, model, is_file=os.path.isfile):
         if option in options and not low <= int(options[option]) <= high:
             problems.append("%s = %s is out of range %d..%d" % (option, options[option], low, high))
     for option in PATH_OPTIONS:
-        problem = _control_problem(option, options.get(option))
+        problem = _control_problem(option, options.get(option)) or path_problem(option, options.get(option))
         if problem:
             problems.append(problem)
+    service = options.get("imex_service")
+    if service is not None and (not _UNIT.match(str(service)) or str(service).startswith("-")):
+        problems.append("imex_service = %s is not a systemd unit name (letters, digits and ':_.@-', one unit)"
+                        % _shown(service))
     override = options.get("imex_tls_target_override") or ""
     if override and not _TARGET_NAME.match(override):
         problems.append("imex_tls_target_override = %s is not a host name or address (letters, digits, '.', "

@@ -153,6 +153,24 @@ CASES = {
         {}, ["domain rack2:", "imex_channels[0] (channel 0): channel must be a whole number from 1 to 1048575"]),
     "wait out of range": (
         inventory(rack1=rack("a", 2)), {"imex_ctl_timeout_s": 0}, ["imex_ctl_timeout_s = 0 is out of range 1..3600"]),
+    "a service name that smuggles in another unit": (
+        inventory(rack1=rack("a", 2)), {"imex_service": "nvidia-imex' 'sshd"},
+        ["imex_service = \"nvidia-imex' 'sshd\" is not a systemd unit name"]),
+    "a system directory for the TLS material": (
+        inventory(rack1=rack("a", 2)), {"imex_tls_dir": "/etc"},
+        ["imex_tls_dir = '/etc' is a system directory or directly in one"]),
+    "a config path outside a directory of its own": (
+        inventory(rack1=rack("a", 2)), {"imex_config_path": "/etc/shadow"},
+        ["imex_config_path = '/etc/shadow' is a system directory or directly in one"]),
+    "one bind address for every tray": (
+        inventory(rack1=rack("a", 2)), {"imex_settings": {"BIND_INTERFACE_IP": "198.18.200.11"}},
+        ["imex_settings.BIND_INTERFACE_IP = '198.18.200.11': one value for every tray of a domain"]),
+    "a channel every local user may write": (
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 5, "mode": "0666"}]},
+        ["imex_channels[0] (channel 5): mode '0666' lets every local user write the channel"]),
+    "a typo in a channel entry": (
+        inventory(rack1=rack("a", 2)), {"imex_channels": [{"channel": 5, "onwer": "alice"}]},
+        ["imex_channels[0] (channel 5): unknown key onwer"]),
     "TLS without its files": (
         inventory(rack1=rack("a", 2)), {"imex_tls": True, "imex_tls_ca": "/nonexistent/ca.crt"},
         ["imex_tls is true but imex_tls_ca, imex_tls_cert, imex_tls_key are unset or not a file"]),

@@ -2,6 +2,8 @@
 """Options that contradict each other, or could only fail on a tray, are named on the controller."""
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     channel_problems,
     domain_variance_problems,
@@ -63,7 +65,7 @@ def test_control_characters_are_refused_in_every_value_written_to_a_tray():
     assert problems == [
         "imex_settings.IMEX_GSS_SERVICE_NAME: value 'imex\\x1b[0m' contains a control character or line separator",
         "imex_settings.LOG_FILE_NAME: value '/var/log/imex\\u2028.log' contains a control character or line separator"]
-    assert option_problems({"imex_unix_socket": "/etc/nvidia-imex/ctl\n.sock", "imex_tls_dir": "/etc/tls"}, IPV4) == [
+    assert option_problems({"imex_unix_socket": "/etc/nvidia-imex/ctl\n.sock", "imex_tls_dir": "/etc/imex/tls"}, IPV4) == [
         "imex_unix_socket: value '/etc/nvidia-imex/ctl\\n.sock' contains a control character or line separator"]
     assert option_problems({"imex_tls_target_override": "tray\x7f"}, IPV4) == [
         "imex_tls_target_override = 'tray\\x7f' is not a host name or address (letters, digits, '.', '-', ':', '_')"]
@@ -154,3 +156,57 @@ def test_a_channel_entry_with_an_unknown_key_or_no_channel_is_refused_naming_it(
     assert channel_problems([{"channel": 5, "onwer": "alice"}, {"owner": "bob"}], "static") == [
         "imex_channels[0] (channel 5): unknown key onwer (an entry takes channel, owner, group, mode, state)",
         "imex_channels[1] (channel ?): channel is required"]
+
+
+@pytest.mark.parametrize(("option", "path"), [
+    ("imex_tls_dir", "/etc"), ("imex_tls_dir", "/tmp"), ("imex_tls_dir", "/etc/ssl"), ("imex_tls_dir", "/tmp/tls"),
+    ("imex_config_path", "/etc/shadow"), ("imex_config_path", "etc/nvidia-imex/config.cfg"),
+    ("imex_config_path", "/etc/nvidia-imex/../shadow"), ("imex_nodes_config_path", "/etc/nvidia-imex/a#b"),
+    ("imex_unix_socket", "/etc/nvidia-imex/imex ctrl.sock"), ("imex_config_path", "//etc/nvidia-imex/config.cfg"),
+])
+def test_tray_paths_outside_a_directory_of_their_own_are_refused(option, path):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import path_problem
+    problem = path_problem(option, path)
+    assert problem and problem.startswith("%s = %r " % (option, path)), problem
+
+
+@pytest.mark.parametrize("path", ["/etc/nvidia-imex/config.cfg", "/etc/nvidia-imex/tls", "/opt/imex/tls",
+                                  "/etc/nvidia-imex/imex_ctrl.sock"])
+def test_tray_paths_in_a_directory_of_their_own_pass(path):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import path_problem
+    assert path_problem("imex_tls_dir", path) is None
+
+
+@pytest.mark.parametrize("service", ["nvidia-imex' 'sshd", "nvidia-imex sshd", "-nvidia-imex", "imex;reboot", ""])
+def test_a_service_that_is_not_one_systemd_unit_is_refused(service):
+    problems = option_problems({"imex_service": service}, {"domains": {}, "host_domain": {}})
+    assert problems == ["imex_service = %r is not a systemd unit name (letters, digits and ':_.@-', one unit)"
+                        % service]
+
+
+def test_channel_entries_are_compared_as_numbers_and_ids_and_modes_that_cannot_hold_are_refused():
+    assert channel_problems([{"channel": 5}, {"channel": "05"}, {"channel": 6, "owner": 4294967295},
+                             {"channel": 7, "group": "9999999999"}, {"channel": 8, "mode": "0666"},
+                             {"channel": 9, "mode": "0777"}, {"channel": 10, "mode": "0660", "owner": 1000}],
+                            "static") == [
+        "imex_channels[1] (channel 05) repeats imex_channels[0]: each channel is listed once",
+        "imex_channels[2] (channel 6): owner 4294967295 is beyond the largest id a tray can hold (4294967294)",
+        "imex_channels[3] (channel 7): group '9999999999' is beyond the largest id a tray can hold (4294967294)",
+        "imex_channels[4] (channel 8): mode '0666' lets every local user write the channel, which isolates "
+        "nothing; use a group, for example \"0660\"",
+        "imex_channels[5] (channel 9): mode '0777' lets every local user write the channel, which isolates "
+        "nothing; use a group, for example \"0660\""]
+
+
+@pytest.mark.parametrize("text", ["imex\x85host", "imex\u2028host", "imex\u2029host", "imex\x00host"])
+def test_line_breaking_characters_are_refused_in_settings(text):
+    problems = option_problems({"imex_settings": {"IMEX_GSS_SERVICE_NAME": text}}, {"domains": {}, "host_domain": {}})
+    assert problems == ["imex_settings.IMEX_GSS_SERVICE_NAME: value %r contains a control character or line "
+                        "separator" % text]
+
+
+def test_a_bind_address_for_every_tray_of_a_domain_is_refused():
+    problems = option_problems({"imex_settings": {"BIND_INTERFACE_IP": "10.0.0.1"}}, {"domains": {}, "host_domain": {}})
+    assert problems == ["imex_settings.BIND_INTERFACE_IP = '10.0.0.1': one value for every tray of a domain gives "
+                        "them all one address, and every daemon but one would fail to start; each daemon finds its "
+                        "own address in the node list, so leave it out"]
