@@ -262,7 +262,7 @@ def test_as_an_awx_project_the_job_finds_the_collection_changes_nothing_and_its_
         with open(artifacts / "job_events" / name) as handle:
             events.append(json.load(handle))
     (stats,) = [event["event_data"] for event in events if event["event"] == "playbook_on_stats"]
-    assert sorted(stats["ok"]) == sorted(hosts) and stats["changed"] == {} and stats["failures"] == {}, stats
+    assert set(hosts) <= set(stats["ok"]) and stats["changed"] == {} and stats["failures"] == {}, stats
     # ansible-runner hands the set_stats data over as the stats event's artifact_data (AWX: the job's artifacts).
     artifact_data = stats["artifact_data"]
     assert artifact_data["imex_domains"] == {domain: "healthy"}, artifact_data
