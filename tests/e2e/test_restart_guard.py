@@ -76,7 +76,7 @@ def test_a_slurm_allocated_tray_keeps_its_domain_from_a_restart(simulated_rack, 
     try:
         refused = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 1}, **slurm)
         assert refused.rc != 0
-        assert any("domain rack1 is not restarted: work runs on it (rack1-tray03: Slurm node state MIXED+DRAIN)"
+        assert any("domain rack1 is not restarted: work runs on it (rack1-tray03: Slurm node rack1-tray03 state MIXED+DRAIN)"
                    in message for message in refused.failure_messages()), refused.stdout[-3000:]
         assert stops(refused) == [] and daemon_pids(rack) == before and config_line(rack) == level
     finally:
