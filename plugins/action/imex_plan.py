@@ -156,24 +156,22 @@ class ActionModule(ActionBase):
                                 skip_fabric=first["imex_skip_fabric_check"],
                                 converge=bool(args.get("converge", True)))
 
+    def _wave_registers(self, task_vars, plan, wave, registers):
+        """{tray: {key: what the tray registered under each name of ``registers``}} for the wave's trays."""
+        return {tray: {key: self._hostvar(task_vars, tray, register) or {} for key, register in registers.items()}
+                for name in wave for tray in plan["domains"][name]["trays_in_run"]}
+
     def _restart(self, args, task_vars):
         plan = self._previous(task_vars)
         wave = list(args.get("wave") or [])
-        writes = {}
-        for name in wave:
-            for tray in plan["domains"][name]["trays_in_run"]:
-                writes[tray] = {what: self._hostvar(task_vars, tray, register) or {}
-                                for what, register in TRAY_WRITES.items()}
+        writes = self._wave_registers(task_vars, plan, wave, TRAY_WRITES)
         return _plan.restart(plan, wave, writes, _by_item(task_vars.get(STATUS_BEFORE_RESTART)))
 
     def _guard(self, args, task_vars):
         plan = self._previous(task_vars)
         wave = list(args.get("wave") or [])
-        reads = {}
-        for name in wave:
-            for tray in plan["domains"][name]["trays_in_run"]:
-                reads[tray] = self._hostvar(task_vars, tray, TRAY_ACTIVITY) or {}
-        return _plan.guard(plan, wave, reads)
+        reads = self._wave_registers(task_vars, plan, wave, {"activity": TRAY_ACTIVITY})
+        return _plan.guard(plan, wave, {tray: found["activity"] for tray, found in reads.items()})
 
     def _verdicts(self, args, task_vars):
         plan = self._previous(task_vars)
