@@ -19,13 +19,15 @@ import time
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 
-STAGES = ("preflight", "read", "restart", "guard", "verdicts", "discover")
+STAGES = ("preflight", "read", "restart", "guard", "verdicts", "discover", "channels")
 # What each tray registered, by the name the role's tasks give it.
 TRAY_OPTIONS = "__imex_tray_options"
 TRAY_READ = "__imex_tray_info"
@@ -209,3 +211,17 @@ class ActionModule(ActionBase):
         if found["problems"]:
             raise _plan.PlanError(found["problems"])
         return found
+
+    def _channels(self, args, task_vars):
+        """The imex_channels role, for the tray it runs on: the channels its mode wants (channel0 first),
+        and those a read of the tray shows the channel module would change (all without a read)."""
+        extra, problem = _plan.convert_option("imex_channels", args.get("extra") or [])
+        if problem:
+            raise _plan.PlanError([problem.replace("imex_channels", "imex_channels_extra", 1)])
+        # The role's argument spec has refused what is not a boolean; "false" from -e is False here.
+        channel0 = boolean(args.get("channel0", True), strict=False)
+        mode = str(args.get("mode") or "static")
+        entries = channel_entries(mode, channel0, extra)
+        observed = _plain(args.get("observed") or {})
+        return {"entries": entries, "to_ensure": channels_to_ensure(entries, dict(observed)),
+                "owned": mode in _plan.OWN_CHANNEL_MODES}

@@ -8,12 +8,14 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: imex_plan
-short_description: The run plan of the rackscale.imex.imex role (internal to the role)
+short_description: The run plan of the rackscale.imex roles (internal to the roles)
 version_added: 0.3.0
 author: rackscale.imex maintainers (!UNKNOWN)
 description:
-  - B(Internal to the rackscale.imex.imex role:) it reads the variables that role's own tasks
-    register, and its arguments and results may change in any release. Use the role.
+  - B(Internal to the rackscale.imex roles:) it reads the variables the rackscale.imex.imex role's own
+    tasks register, and its arguments and results may change in any release. Use the roles.
+  - "O(stage=channels) is the rackscale.imex.imex_channels role's, for the tray it runs on: the channels
+    its mode wants and those a read of the tray shows would change."
   - "Makes every decision of a run of the role in one place, on the controller, stage by stage
     (O(stage)): the options of each tray with the role's defaults applied on that tray, the domain
     model and the waves; after the read of each tray, the NVLink fabric and version gate, what to
@@ -28,7 +30,7 @@ options:
     description: The stage of the plan to make.
     type: str
     required: true
-    choices: [preflight, read, restart, guard, verdicts, discover]
+    choices: [preflight, read, restart, guard, verdicts, discover, channels]
   wave:
     description: The domains of the wave, for O(stage=restart) and O(stage=guard).
     type: list
@@ -49,6 +51,20 @@ options:
         refuses no hand-over to the DRA driver and proves every domain, in check mode too).
     type: bool
     default: true
+  mode:
+    description: For O(stage=channels), who owns the channels (the imex_channels role's mode).
+    type: str
+    default: static
+  channel0:
+    description: For O(stage=channels), whether channel0 is wanted.
+    type: bool
+    default: true
+  extra:
+    description: For O(stage=channels), the isolation channels (a list, or its JSON or YAML text).
+    type: raw
+  observed:
+    description: For O(stage=channels), the C(channels) result of M(rackscale.imex.imex_tray_info) for these channels.
+    type: dict
   max_nodes:
     description: For O(stage=discover), the largest NVLink partition a domain may be.
     type: int

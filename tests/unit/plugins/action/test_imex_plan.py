@@ -386,7 +386,7 @@ def test_a_stage_before_the_preflight_is_refused():
 def test_an_unknown_stage_is_refused():
     result = run({"stage": "restrat"}, play())
     assert result["failed"] is True and "problems" not in result
-    assert result["msg"] == "stage must be one of preflight, read, restart, guard, verdicts, discover, got 'restrat'"
+    assert result["msg"] == "stage must be one of preflight, read, restart, guard, verdicts, discover, channels, got 'restrat'"
     assert run({}, play())["msg"].endswith("got None")
 
 
@@ -655,3 +655,27 @@ def test_discover_refuses_every_tray_it_could_not_place_and_writes_nothing():
     assert problems_of("discover", task_vars, max_nodes=18) == [
         "tray t1: NVLink fabric not registered (Completed/Success): GPU 0: State In Progress",
         "tray t2: could not be read: Failed to connect to the host via ssh"]
+
+
+TENANT = {"channel": 5, "group": "tenant-a", "mode": "0660"}
+
+
+@pytest.mark.parametrize(("given", "channel0"), [
+    (True, True), ("true", True), ("yes", True), ("1", True),
+    (False, False), ("false", False), ("no", False), ("0", False), ("", False), (None, False),
+])
+def test_the_channels_stage_takes_channel0_given_as_text(given, channel0):
+    # -e imex_channels_channel0=false arrives as the string "false", which bool() would take for true.
+    found = planned("channels", {}, mode="static", channel0=given)["plan"]
+    assert found["entries"] == [{"channel": 0, "state": "present" if channel0 else "absent", "persistent": True,
+                                 "immediate": True}]
+    assert found["owned"] is True
+
+
+def test_the_channels_stage_keeps_only_what_the_read_shows_would_change():
+    found = planned("channels", {}, mode="dra_host_managed", channel0=True, extra=json.dumps([TENANT]),
+                    observed={"0": {"changed": False}, "5": {"changed": True}})["plan"]
+    assert [entry["channel"] for entry in found["entries"]] == [0, 5]
+    assert found["to_ensure"] == found["entries"][1:]
+    unread = planned("channels", {}, mode="slurm", channel0=False)["plan"]
+    assert unread["to_ensure"] == unread["entries"] and unread["owned"] is False
