@@ -30,6 +30,7 @@ CONTROLLER_ACTIONS = {
     "import_role", "include_vars", "add_host", "group_by", "set_stats", "validate_argument_spec",
     "pause", "wait_for_connection",
     "imex_report",      # rackscale.imex's action writes the reports in the controller process
+    "imex_plan",        # rackscale.imex's plan: decided in the controller process, no module
 }
 
 
