@@ -26,6 +26,7 @@ from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES
 
 STAGES = ("preflight", "read", "restart", "guard", "verdicts", "discover", "channels")
 # What each tray registered, by the name the role's tasks give it.
@@ -224,4 +225,4 @@ class ActionModule(ActionBase):
         entries = channel_entries(mode, channel0, extra)
         observed = _plain(args.get("observed") or {})
         return {"entries": entries, "to_ensure": channels_to_ensure(entries, dict(observed)),
-                "owned": mode in _plan.OWN_CHANNEL_MODES}
+                "owned": mode in OWN_CHANNEL_MODES}

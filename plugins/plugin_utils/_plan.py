@@ -33,7 +33,6 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemo
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     DOMAIN_WIDE_OPTIONS,
-    OWN_CHANNEL_MODES,
     TLS_FILE_OPTIONS,
     domain_variance_problems,
     is_pem,
