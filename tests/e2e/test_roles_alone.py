@@ -74,7 +74,7 @@ def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
     JSON or YAML text too."""
     reports = str(tmp_path / "reports")
     run = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                       cmdline_vars={"imex_settings": '{"LOG_LEVEL": "4"}', "imex_channels": "[]",
+                       cmdline_vars={"imex_settings": '{"LOG_LEVEL":"4"}', "imex_channels": "[]",
                                      "imex_trays_out_of_service": "[]",
                                      "imex_rolling": "false", "imex_skip_fabric_check": "true", "imex_tls": "false",
                                      "imex_cmd_bind_own_address": "no", "imex_backup": "False",
