@@ -39,7 +39,12 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     option_problems,
     tls_file_problems,
 )
-from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report, trays_to_explain, with_daemon_logs
+from ansible_collections.rackscale.imex.plugins.plugin_utils._report import (
+    domain_report,
+    problems_message,
+    trays_to_explain,
+    with_daemon_logs,
+)
 
 try:
     import yaml
@@ -652,9 +657,8 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
             report["problems"] = report["problems"] + [
                 "tray %s runs a config other than the one on disk (%s): a restart of the domain is pending; "
                 "run site.yml to restart it" % (tray, why) for tray, why in sorted(stale.items())]
-            report["message"] = "domain %s: %s (%s):\n  - %s" % (
-                name, (report.get("status") or {}).get("domain_state") or "UNKNOWN", report["verdict"],
-                "\n  - ".join(report["problems"]))
+            report["message"] = problems_message(name, (report.get("status") or {}).get("domain_state") or "UNKNOWN",
+                                                 report["verdict"], report["problems"])
         if logs:
             report = with_daemon_logs(report, model, logs)
         reports.append(report)

@@ -51,9 +51,13 @@ def domain_report(domain_name, model, play_hosts, statuses, allowed_broken_pairs
         report["message"] = "domain %s: %s, %d nodes READY, every pair connected" % (
             domain_name, state, len(domain["addresses"]))
     else:
-        report["message"] = "domain %s: %s (%s):\n  - %s" % (
-            domain_name, state, report["verdict"], "\n  - ".join(problems))
+        report["message"] = problems_message(domain_name, state, report["verdict"], problems)
     return report
+
+
+def problems_message(domain_name, state, verdict, problems):
+    """The message of a domain that is not healthy: its state and verdict, then one line per problem."""
+    return "domain %s: %s (%s):\n  - %s" % (domain_name, state, verdict, "\n  - ".join(problems))
 
 
 def _only_tolerated_pairs(status, allowed_broken_pairs):
