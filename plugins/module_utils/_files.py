@@ -4,8 +4,10 @@
 """One shared way to replace, remove and inspect the small text files the IMEX modules manage.
 
 Every write goes render -> compare -> (check mode: report only) -> temporary file in the target's
-own directory -> owner/group/mode -> ``module.atomic_move``. The target therefore either keeps its
-old content or has the complete new content; it is never half written.
+own directory -> owner/group/mode -> ``module.atomic_move`` -> ``module.set_fs_attributes_if_different``
+(ansible-core's file common arguments: owner, group, octal or symbolic mode, SELinux context, file
+attributes). The target therefore either keeps its old content or has the complete new content; it
+is never half written, and never readable or writable beyond its wanted mode, nor is its backup.
 
 Errors are raised as :class:`FileOpError` whose message names the host path, so modules can hand
 it to ``fail_json`` unchanged.
@@ -23,7 +25,12 @@ import re
 import stat
 import tempfile
 
+from ansible.module_utils.basic import AnsibleModule
+
 _OCTAL_MODE = re.compile(r"^0?[0-7]{3,4}$")
+# What module.load_file_common_arguments returns, less the path: the file common arguments.
+_NO_FILE_ARGS = dict(owner=None, group=None, mode=None, seuser=None, serole=None, setype=None, selevel=None,
+                     secontext=None, attributes=None)
 
 
 class FileOpError(Exception):
@@ -35,10 +42,10 @@ def _os_reason(exc):
 
 
 def parse_mode(mode):
-    """Return ``mode`` ('0644', '644', 0o644) as an int, or None when not given.
+    """Return an octal ``mode`` ('0644', '644', 0o644) as an int, or None when not given.
 
-    Only octal modes are accepted: the managed files have fixed, documented modes, and a
-    symbolic mode (u=rw,...) would make the result depend on the current mode.
+    For the modes the collection fixes itself (device nodes, its own files): only octal modes, so
+    the result never depends on the current mode. :func:`mode_after` also takes symbolic modes.
     """
     if mode is None:
         return None
@@ -52,6 +59,32 @@ def parse_mode(mode):
     if not _OCTAL_MODE.match(text):
         raise FileOpError("mode %r is not an octal file mode such as '0644'" % (mode,))
     return int(text, 8)
+
+
+def mode_after(current_mode, mode):
+    """The permission bits a file of ``current_mode`` (st_mode) has once ``mode`` is applied.
+
+    ``mode`` is what the file common argument takes: an octal number or string, or a symbolic mode
+    such as ``u=rw,g=r,o=`` (applied to the current bits, as chmod and ansible.builtin.file do); None
+    keeps the current bits. Raises FileOpError naming the value when it is neither.
+    """
+    if mode is None:
+        return stat.S_IMODE(current_mode)
+    if isinstance(mode, str) and not mode.strip():
+        raise FileOpError("mode %r is empty: give an octal mode such as '0644' or a symbolic one" % (mode,))
+    try:
+        return parse_mode(mode)
+    except FileOpError:
+        if isinstance(mode, (bool, int)):
+            raise
+    try:
+        after = AnsibleModule._symbolic_mode_to_octal(os.stat_result((current_mode,) + (0,) * 9), str(mode))
+    except (ValueError, KeyError, IndexError, TypeError):
+        after = None
+    if after is None or after != stat.S_IMODE(after):
+        raise FileOpError("mode %r is neither an octal mode such as '0644' nor a symbolic one such as "
+                          "'u=rw,g=r,o=r'" % (mode,))
+    return after
 
 
 def _resolve_id(value, lookup, what):
@@ -253,6 +286,42 @@ def _apply_attributes(path, uid, gid, mode, shown_path=None):
         raise FileOpError("cannot set owner/group/mode of %s: %s" % (shown, _os_reason(exc))) from exc
 
 
+def wanted_attributes(owner=None, group=None, mode=None, file_args=None):
+    """The file common arguments of a write: ``file_args`` (what ``module.load_file_common_arguments``
+    returns: owner, group, mode, se*, attributes) with ``owner``/``group``/``mode`` filled in where it
+    leaves them unset. The path is set per file by the writer."""
+    wanted = dict(_NO_FILE_ARGS)
+    wanted.update({key: value for key, value in (file_args or {}).items() if key in _NO_FILE_ARGS})
+    for key, value in (("owner", owner), ("group", group), ("mode", mode)):
+        if wanted[key] is None:
+            wanted[key] = value
+    return wanted
+
+
+def _context_change(module, path, wanted):
+    """(current, wanted) SELinux context of ``path`` as 'u:r:t[:l]' text when they differ, else None.
+
+    Read-only (a prediction in check mode may not change anything); the change itself is made by
+    ``module.set_fs_attributes_if_different``, as in ansible.builtin.copy.
+    """
+    context = wanted.get("secontext")
+    if not context or all(part is None for part in context) or not module.selinux_enabled():
+        return None
+    current = list(module.selinux_context(path))
+    after = [context[i] if i < len(context) and context[i] is not None else part for i, part in enumerate(current)]
+    if after == current:
+        return None
+    return ":".join(str(part) for part in current), ":".join(str(part) for part in after)
+
+
+def _set_fs_attributes(module, path, wanted):
+    """module.set_fs_attributes_if_different on ``path`` with the wanted file common arguments."""
+    file_args = dict(wanted, path=path)
+    if file_args["secontext"] is None:
+        file_args["secontext"] = [None, None, None]
+    module.set_fs_attributes_if_different(file_args, False)
+
+
 def _write_temp(directory, basename, data, uid, gid, mode, shown_path):
     """Write ``data`` to a new file next to the target and give it its final attributes.
 
@@ -299,17 +368,27 @@ def _headers(path, existed):
     }
 
 
-def replace_file(module, path, content, owner=None, group=None, mode=None, backup=False):
+def replace_file(module, path, content, owner=None, group=None, mode=None, backup=False, file_args=None):
     """Make ``path`` hold exactly ``content`` (str or bytes) with the given attributes.
 
-    ``owner``/``group``/``mode`` left as None keep the current values (new files: the current
-    user and the umask default). Returns a dict with ``changed``, ``backup_file`` (None unless a
-    backup was written) and ``diff`` ({before, after, before_header, after_header}, plus
-    ``prepared`` describing attribute changes, which the diff callback prints verbatim).
+    ``owner``/``group``/``mode`` (or the same keys of ``file_args``, the module's file common
+    arguments, which also carry the SELinux context and file attributes) left as None keep the
+    current values (new files: the current user and the umask default). ``mode`` may be octal or
+    symbolic. A backup copy gets the same owner, group and mode as the new file, so that it never
+    keeps looser permissions than the file it stands for. Returns a dict with ``changed``,
+    ``backup_file`` (None unless a backup was written) and ``diff`` ({before, after, before_header,
+    after_header}, plus ``prepared`` describing attribute changes, which the diff callback prints
+    verbatim).
     """
-    uid = resolve_uid(owner)
-    gid = resolve_gid(group)
-    wanted_mode = parse_mode(mode)
+    wanted = wanted_attributes(owner, group, mode, file_args)
+    # Checked before anything is read or written, so that a wrong value is named in the module's
+    # message instead of surfacing as a failed chown half way through.
+    try:
+        uid = resolve_uid(wanted["owner"])
+        gid = resolve_gid(wanted["group"])
+        mode_after(0o100644, wanted["mode"])
+    except FileOpError as exc:
+        raise FileOpError("%s: %s" % (path, exc)) from None
     new_data = _encode(content)
 
     # atomic_move documents that it needs absolute paths.
@@ -323,12 +402,16 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
         raise FileOpError("cannot write %s: directory %s does not exist" % (path, directory))
 
     attr_changes = []
+    context_change = None
     if existed:
         try:
             st = os.stat(target)
         except OSError as exc:
             raise FileOpError("cannot inspect %s: %s" % (path, _os_reason(exc))) from exc
-        attr_changes = _attribute_changes(st, uid, gid, wanted_mode)
+        attr_changes = _attribute_changes(st, uid, gid, mode_after(st.st_mode, wanted["mode"]))
+        context_change = _context_change(module, target, wanted)
+        if context_change:
+            attr_changes.append(("secontext",) + context_change)
     content_changed = (not existed) or old_data != new_data
 
     diff = dict(_headers(path, existed), before=_diff_text(old_data), after=_diff_text(new_data))
@@ -340,24 +423,29 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
         return result
 
     if not content_changed:
-        _apply_attributes(target, uid, gid, wanted_mode, shown_path=path)
+        _set_fs_attributes(module, target, wanted)
         return result
 
-    # The temporary file is born with the final attributes: the old file's when the caller did not
-    # ask for others, so replacing a vendor file never loosens or tightens its permissions.
+    # The temporary file is born with the final owner, group and mode, so the target never has
+    # other ones, not even between the rename and the attribute pass: the old file's where the
+    # caller asks for none, so replacing a vendor file never loosens or tightens its permissions.
     if existed:
-        tmp_uid = st.st_uid if uid is None else uid
-        tmp_gid = st.st_gid if gid is None else gid
-        tmp_mode = stat.S_IMODE(st.st_mode) if wanted_mode is None else wanted_mode
+        base_uid, base_gid, base_mode = st.st_uid, st.st_gid, st.st_mode
     else:
-        tmp_uid, tmp_gid = uid, gid
-        tmp_mode = _umask_default_mode() if wanted_mode is None else wanted_mode
+        base_uid, base_gid, base_mode = os.geteuid(), os.getegid(), stat.S_IFREG | _umask_default_mode()
+    tmp_uid = base_uid if uid is None else uid
+    tmp_gid = base_gid if gid is None else gid
+    tmp_mode = mode_after(base_mode, wanted["mode"])
     # The new content is written first: a read-only or full file system fails here, with the OS
     # reason, before any backup copy is attempted (and before the target is touched at all).
     tmp_path = _write_temp(directory, os.path.basename(target), new_data, tmp_uid, tmp_gid, tmp_mode, path)
     if backup and existed:
         try:
             result["backup_file"] = module.backup_local(target) or None
+            if result["backup_file"]:
+                # backup_local copies the old owner and mode: a world-writable file owned by nobody
+                # would stay so in its copy, beside the repaired file.
+                _apply_attributes(result["backup_file"], tmp_uid, tmp_gid, tmp_mode, shown_path=result["backup_file"])
         except Exception as exc:  # backup_local raises a bare Exception in ansible-core >= 2.19
             _discard(tmp_path)
             # backup_local names its copy <target>.<pid>.<time>~; one that failed half way (disk
@@ -366,17 +454,19 @@ def replace_file(module, path, content, owner=None, group=None, mode=None, backu
                 _discard(partial)
             reason = exc.__cause__ if exc.__cause__ is not None else exc
             raise FileOpError("cannot back up %s before replacing it: %s" % (path, reason)) from exc
+        _set_fs_attributes(module, result["backup_file"], dict(wanted, mode=tmp_mode, owner=tmp_uid, group=tmp_gid))
     try:
         # keep_dest_attrs=False: the temporary file already carries the final owner/group/mode,
         # and copying the old file's would overwrite a requested change. (On SELinux hosts the
-        # file then gets the policy default context of its path.)
-        module.atomic_move(tmp_path, target, keep_dest_attrs=False)
+        # file then gets the policy default context of its path, or the one asked for below.)
+        module.atomic_move(tmp_path, target, unsafe_writes=bool(getattr(module, "params", {}).get("unsafe_writes")),
+                           keep_dest_attrs=False)
     except Exception as exc:  # atomic_move raises bare Exceptions (and OSError) in ansible-core >= 2.19
         _discard(tmp_path)
         raise FileOpError("cannot replace %s: %s" % (path, exc)) from exc
-    if not existed:
-        # atomic_move resets the mode and owner of a file it creates (umask default, current user).
-        _apply_attributes(target, tmp_uid, tmp_gid, tmp_mode, shown_path=path)
+    # atomic_move resets the mode and owner of a file it creates (umask default, current user); the
+    # SELinux context and file attributes asked for are set here too.
+    _set_fs_attributes(module, target, dict(wanted, mode=tmp_mode, owner=tmp_uid, group=tmp_gid))
     return result
 
 

@@ -24,6 +24,11 @@ _IFNAME = re.compile(r"^[^\s/:]{1,15}$")
 MAX_PATH_LENGTH = 256
 # The daemon's config file, as the nvidia-imex package installs it.
 CONFIG_PATH = "/etc/nvidia-imex/config.cfg"
+# Who owns config.cfg and its mode, as the nvidia-imex package ships it: the daemon runs as root and
+# trusts the file (it names the TLS key, the log file and the node list), so these are enforced.
+CONFIG_OWNER = "root"
+CONFIG_GROUP = "root"
+CONFIG_MODE = "0644"
 
 
 class ConfigError(ProblemsError):

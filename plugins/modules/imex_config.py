@@ -41,12 +41,29 @@ options:
     default: false
   create:
     description:
-      - Create O(path) (mode 0644, parent directory 0755) when it is missing.
+      - Create O(path) (parent directory 0755) when it is missing.
       - By default a missing file is an error, because the file is a dpkg conffile shipped by the
         C(nvidia-imex) package; a missing file usually means the package is not installed.
     type: bool
     default: false
+  owner:
+    description:
+      - Owner of O(path), enforced at every run (and on the backup copy); a file the daemon trusts
+        must not be writable by anyone but root.
+    type: str
+    default: root
+  group:
+    description: Group of O(path), enforced at every run (and on the backup copy).
+    type: str
+    default: root
+  mode:
+    description:
+      - Mode of O(path), octal (V('0644')) or symbolic (V('u=rw,g=r,o=r')), enforced at every run
+        (and on the backup copy), so that a loosened file (V('0666')) is repaired.
+    type: raw
+    default: '0644'
 extends_documentation_fragment:
+  - ansible.builtin.files
   - rackscale.imex._config_file
 seealso:
   - module: rackscale.imex.imex_nodes_config
@@ -104,6 +121,9 @@ from ansible_collections.rackscale.imex.plugins.module_utils._files import (
     replace_file,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import (
+    CONFIG_GROUP,
+    CONFIG_MODE,
+    CONFIG_OWNER,
     CONFIG_PATH,
     ConfigError,
     apply_settings,
@@ -119,7 +139,11 @@ def main():
             allow_unknown=dict(type="bool", default=False),
             backup=dict(type="bool", default=False),
             create=dict(type="bool", default=False),
+            owner=dict(type="str", default=CONFIG_OWNER),
+            group=dict(type="str", default=CONFIG_GROUP),
+            mode=dict(type="raw", default=CONFIG_MODE),
         ),
+        add_file_common_args=True,
         supports_check_mode=True,
     )
     params = module.params
@@ -132,17 +156,16 @@ def main():
     try:
         current = read_text(path)
         created_dir = False
-        mode = None
         if current is None:
             if not params["create"]:
                 module.fail_json(
                     msg="%s does not exist. It is the conffile shipped by the nvidia-imex package: install "
                         "the package first, or set create=true to start from an empty file" % path)
             current = ""
-            mode = "0644"
             created_dir = ensure_directory(module, os.path.dirname(os.path.abspath(path)), 0o755, 0, 0)
         content, effective = apply_settings(current, settings)
-        outcome = replace_file(module, path, content, mode=mode, backup=params["backup"])
+        outcome = replace_file(module, path, content, backup=params["backup"],
+                               file_args=module.load_file_common_arguments(params, path=path))
     except FileOpError as exc:
         module.fail_json(msg=str(exc))
 

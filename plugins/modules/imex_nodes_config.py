@@ -53,18 +53,21 @@ options:
     type: bool
     default: false
   owner:
-    description: Owner (name or uid) of the file.
+    description: Owner (name or uid) of the file, enforced at every run (and on the backup copy).
     type: str
     default: root
   group:
-    description: Group (name or gid) of the file.
+    description: Group (name or gid) of the file, enforced at every run (and on the backup copy).
     type: str
     default: root
   mode:
-    description: Octal mode of the file.
-    type: str
+    description:
+      - Mode of the file, octal (V('0644')) or symbolic (V('u=rw,g=r,o=r')), enforced at every run
+        (and on the backup copy).
+    type: raw
     default: '0644'
 extends_documentation_fragment:
+  - ansible.builtin.files
   - rackscale.imex._config_file
 notes:
   - An entry counts as local when a socket can be bound to it; with C(ip_nonlocal_bind) enabled
@@ -151,8 +154,9 @@ def main():
             backup=dict(type="bool", default=False),
             owner=dict(type="str", default=FILE_OWNER),
             group=dict(type="str", default=FILE_GROUP),
-            mode=dict(type="str", default=FILE_MODE),
+            mode=dict(type="raw", default=FILE_MODE),
         ),
+        add_file_common_args=True,
         supports_check_mode=True,
     )
     params = module.params
@@ -180,8 +184,8 @@ def main():
     content = render_nodes(entries)
     try:
         created_dir = ensure_directory(module, os.path.dirname(os.path.abspath(path)), 0o755, 0, 0)
-        outcome = replace_file(module, path, content, owner=params["owner"], group=params["group"],
-                               mode=params["mode"], backup=params["backup"])
+        outcome = replace_file(module, path, content, backup=params["backup"],
+                               file_args=module.load_file_common_arguments(params, path=path))
     except FileOpError as exc:
         module.fail_json(msg=str(exc))
 

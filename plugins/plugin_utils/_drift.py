@@ -13,6 +13,9 @@ module runs, with its own checks and messages.
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import (
+    CONFIG_GROUP,
+    CONFIG_MODE,
+    CONFIG_OWNER,
     ConfigError,
     apply_settings,
     validate_settings,
@@ -46,10 +49,13 @@ def nodes_file_drifts(observed, nodes, max_nodes=MAX_NODES):
         content = render_nodes(validate_nodes(list(nodes), max_nodes=int(max_nodes)))
     except (NodesError, TypeError, ValueError):
         return True
+    return nodes_checksum(content) != described["sha256"] or _attributes_drift(described, FILE_OWNER, FILE_GROUP, FILE_MODE)
+
+
+def _attributes_drift(described, owner, group, mode):
     # root is uid and gid 0 on the controller as on every tray.
-    return (nodes_checksum(content) != described["sha256"]
-            or described["uid"] != resolve_uid(FILE_OWNER) or described["gid"] != resolve_gid(FILE_GROUP)
-            or described["mode"] != FILE_MODE)
+    return (described["uid"] != resolve_uid(owner) or described["gid"] != resolve_gid(group)
+            or described["mode"] != mode)
 
 
 def config_file_drifts(observed, settings):
@@ -61,7 +67,8 @@ def config_file_drifts(observed, settings):
         wanted, _effective = apply_settings(described["content"], validate_settings(dict(settings)))
     except (ConfigError, TypeError, ValueError):
         return True
-    return wanted != described["content"]
+    # imex_config enforces the owner and mode of the file even where its keys are right.
+    return wanted != described["content"] or _attributes_drift(described, CONFIG_OWNER, CONFIG_GROUP, CONFIG_MODE)
 
 
 def daemon_drift(tray_info, nodes, nodes_path, settings, config_path, max_nodes):

@@ -69,6 +69,8 @@ def test_converged_tray_has_no_drift(tray):
     ("key removed by hand", "config"),
     ("new setting", "config"),
     ("crlf line", "config"),
+    ("config world-writable", "config"),
+    ("config owned by nobody", "config"),
 ])
 def test_drift_of_one_file_matches_the_module(tray, edit, drifted):
     nodes_path, config_path, verdicts, converge = tray
@@ -89,6 +91,10 @@ def test_drift_of_one_file_matches_the_module(tray, edit, drifted):
         config_path.write_text(text.replace("LOG_LEVEL=2\n", ""))
     elif edit == "new setting":
         wanted["settings"] = dict(SETTINGS, IMEX_WAIT_FOR_QUORUM="NONE")
+    elif edit == "config world-writable":
+        os.chmod(str(config_path), 0o666)
+    elif edit == "config owned by nobody":
+        os.chown(str(config_path), 65534, 65534)
     else:
         config_path.write_text(text.replace("SERVER_PORT=50000\n", "SERVER_PORT=50001\r\n"))
     drift, changed = verdicts(**wanted)

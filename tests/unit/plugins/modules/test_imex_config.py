@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from ansible_collections.rackscale.imex.plugins.module_utils import _files
 from ansible_collections.rackscale.imex.plugins.modules import imex_config
 
 STOCK = os.path.join(os.path.dirname(__file__), "..", "..", "samples", "files", "stock_config.cfg")
@@ -100,12 +101,44 @@ def test_no_diff_without_diff_mode(run, path):
     assert "diff" not in run(dict(path=str(path), settings={"LOG_LEVEL": 2}), diff=False)
 
 
-def test_vendor_attributes_are_kept(run, path):
-    os.chmod(str(path), 0o640)
-    os.chown(str(path), 0, 1234)
-    run(dict(path=str(path), settings={"LOG_LEVEL": 2}))
+def attributes(path):
     st = os.stat(str(path))
-    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 1234, 0o640)
+    return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
+
+
+def test_a_loose_config_is_repaired_root_0644_and_so_is_its_backup(run, path, stock_bytes):
+    os.chmod(str(path), 0o666)
+    os.chown(str(path), 65534, 65534)
+    predicted = run(dict(path=str(path), settings={"LOG_LEVEL": 2}, backup=True), check=True)
+    assert predicted["changed"] is True
+    assert "mode 0666 -> 0644" in predicted["diff"]["prepared"]
+    assert "owner %s -> root (0)" % _files.user_label(65534) in predicted["diff"]["prepared"]
+    assert attributes(path) == (65534, 65534, 0o666)
+    result = run(dict(path=str(path), settings={"LOG_LEVEL": 2}, backup=True))
+    assert attributes(path) == (0, 0, 0o644)
+    # backup_local copies the old mode; the copy of a world-writable config must not stay so.
+    with open(result["backup_file"], "rb") as handle:
+        assert handle.read() == stock_bytes
+    assert attributes(result["backup_file"]) == (0, 0, 0o644)
+
+
+def test_attributes_are_enforced_when_the_content_is_already_right(run, path):
+    os.chmod(str(path), 0o666)
+    result = run(dict(path=str(path), settings={"IMEX_CMD_PORT": 50005}))
+    assert result["changed"] is True and result["diff"]["prepared"] == "%s: mode 0666 -> 0644\n" % path
+    assert attributes(path) == (0, 0, 0o644)
+    assert run(dict(path=str(path), settings={"IMEX_CMD_PORT": 50005}))["changed"] is False
+
+
+def test_owner_group_and_mode_as_asked_octal_or_symbolic(run, path):
+    run(dict(path=str(path), settings={"LOG_LEVEL": 2}, group="1234", mode="0640"))
+    assert attributes(path) == (0, 1234, 0o640)
+    assert run(dict(path=str(path), settings={"LOG_LEVEL": 2}, group="1234", mode="u=rw,g=r,o="))["changed"] is False
+    run(dict(path=str(path), settings={"LOG_LEVEL": 3}, mode="o+r"))
+    assert attributes(path) == (0, 0, 0o644)
+    result = run(dict(path=str(path), settings={"LOG_LEVEL": 4}, mode="0999"))
+    assert result["failed"] is True and result["msg"].startswith("%s: mode '0999' is neither an octal" % path)
+    assert "LOG_LEVEL=3" in path.read_text()
 
 
 def test_missing_file_fails_unless_create(run, tmp_path):

@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+from ansible_collections.rackscale.imex.plugins.module_utils import _files
 from ansible_collections.rackscale.imex.plugins.modules import imex_nodes_config
 
 
@@ -149,9 +150,31 @@ def test_mixed_families_allowed(run, path):
 
 def test_bad_mode_and_owner_are_named(run, path):
     result = run(dict(nodes=["10.0.0.1"], path=str(path), mode="rw"))
-    assert result["msg"] == "mode 'rw' is not an octal file mode such as '0644'"
+    assert result["msg"] == ("%s: mode 'rw' is neither an octal mode such as '0644' nor a symbolic one such as "
+                             "'u=rw,g=r,o=r'" % path)
     result = run(dict(nodes=["10.0.0.1"], path=str(path), owner="no-such-user-imex"))
-    assert result["msg"] == "owner 'no-such-user-imex' does not exist on this host"
+    assert result["msg"] == "%s: owner 'no-such-user-imex' does not exist on this host" % path
+    assert not path.exists()
+
+
+def test_symbolic_mode_and_a_loose_file_repaired_with_its_backup(run, path):
+    path.parent.mkdir(parents=True)
+    path.write_text("10.0.0.9\n")
+    os.chmod(str(path), 0o666)
+    os.chown(str(path), 65534, 65534)
+    predicted = run(dict(nodes=["10.0.0.1"], path=str(path), backup=True), check=True)
+    assert predicted["changed"] is True
+    assert predicted["diff"]["prepared"] == "%s: owner %s -> root (0), group %s -> root (0), mode 0666 -> 0644\n" % (
+        path, _files.user_label(65534), _files.group_label(65534))
+    assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o666
+    result = run(dict(nodes=["10.0.0.1"], path=str(path), backup=True))
+    for written in (str(path), result["backup_file"]):
+        st = os.stat(written)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o644), written
+    # A symbolic mode applies to the current bits, as chmod does; the content is unchanged.
+    result = run(dict(nodes=["10.0.0.1"], path=str(path), mode="g+w,o="))
+    assert result["changed"] is True and stat.S_IMODE(os.stat(str(path)).st_mode) == 0o660
+    assert run(dict(nodes=["10.0.0.1"], path=str(path), mode="g+w,o="))["changed"] is False
 
 
 def test_path_is_a_directory(run, tmp_path):
