@@ -187,7 +187,7 @@ class ActionModule(ActionBase):
             if found.get("failed"):
                 logs[tray] = {"error": found.get("msg") or "unknown error"}
             else:
-                logs[tray] = {key: found[key] for key in ("source", "path", "lines", "truncated") if key in found}
+                logs[tray] = {key: found[key] for key in ("source", "path", "lines", "truncated", "refused") if key in found}
         pending = {name: plan["domains"][name].get("pending") or {} for name in domains}
         reports = _plan.verdicts(plan, plan["model"], domains, statuses, list(plan["trays"]),
                                  allowed_broken_pairs=int(args.get("allowed_broken_pairs") or 0),

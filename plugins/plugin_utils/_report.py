@@ -89,7 +89,7 @@ def trays_to_explain(report, model, hosts_of_play):
 
 
 def with_daemon_logs(report, model, logs):
-    """The report with ``daemon_logs`` ({tray: {source, path, lines} or {error}}) for those of its
+    """The report with ``daemon_logs`` ({tray: {source, path, lines, refused} or {error}}) for those of its
     domain's trays that ``logs`` holds, each excerpt also added to the message."""
     hosts = [node["host"] for node in model["domains"][report["domain"]]["nodes"]]
     found = {tray: logs[tray] for tray in hosts if tray in logs}
@@ -104,5 +104,9 @@ def with_daemon_logs(report, model, logs):
             where = log.get("path") or "journal"
             parts.append("  daemon log of %s (%s, last %d lines):\n      %s"
                          % (tray, where, len(log["lines"]), "\n      ".join(log["lines"])))
+        if log.get("refused"):
+            # The daemon's own file was not read (a symlink, or a place others can write to): say so,
+            # so that journal lines are not taken for the whole story.
+            parts.append("  daemon log file of %s not read: %s" % (tray, log["refused"]))
     report["message"] = "\n".join(parts)
     return report

@@ -2,6 +2,8 @@
 """imex_daemon_log: the daemon's last log lines from LOG_FILE_NAME, else the journal, bounded."""
 from __future__ import annotations
 
+import os
+import stat
 from unittest import mock
 
 import pytest
@@ -22,7 +24,22 @@ FAILED_START = (
 
 
 @pytest.fixture
-def run(run_module):
+def root_above(tmp_path, monkeypatch):
+    """The directories above tmp_path seen as root's 0755 ones (/tmp, where pytest puts tmp_path, is
+    1777 and refused, as it must be); tmp_path and below are stat'ed for real."""
+    real_stat = os.stat
+    inside = str(tmp_path)
+
+    def stat_directory(path):
+        if path == inside or path.startswith(inside + os.sep):
+            return real_stat(path)
+        return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
+    monkeypatch.setattr(_daemon_log, '_stat_directory', stat_directory)
+    return tmp_path
+
+
+@pytest.fixture
+def run(run_module, root_above):
     def _run(args, journal=(0, '', '')):
         calls = []
 
@@ -95,8 +112,90 @@ def test_lines_are_escaped_and_bounded_in_bytes_newest_kept():
     assert lines == ['a\\x1b[31mred', 'b\\u2028c\\x7f'] and truncated is False
 
 
-def test_only_the_end_of_a_big_file_is_read(tmp_path):
+def test_only_the_end_of_a_big_file_is_read(root_above, tmp_path):
     path = tmp_path / 'big.log'
     path.write_text(''.join('line %06d\n' % index for index in range(20000)))
     text = _daemon_log.read_tail(str(path), read_bytes=1000)
     assert text.endswith('line 019999\n') and len(text) <= 1000 and text.startswith('line ')
+
+
+# --- what is never read as root -------------------------------------------------------------------
+
+def config_naming(tmp_path, log_path):
+    config = tmp_path / 'config.cfg'
+    config.write_text('LOG_LEVEL=4\nLOG_FILE_NAME=%s\n' % log_path)
+    return str(config)
+
+
+def test_a_symlink_to_another_file_is_not_followed(run, tmp_path):
+    secret = tmp_path / 'shadow'
+    secret.write_text('root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\n')
+    link = tmp_path / 'imex.log'
+    link.symlink_to(secret)
+    result, calls = run({'config': config_naming(tmp_path, link)}, journal=(0, 'from the journal\n', ''))
+    assert result['_exit_code'] == 0 and result['source'] == 'journal' and len(calls) == 1
+    assert result['refused'] == '%s is not read: it is a symbolic link' % link
+    assert 'hashhash' not in str(result)
+
+
+@pytest.mark.parametrize('case, reason', [
+    ('world-writable directory', 'its directory {d} is writable by everyone (mode 0777, group 0)'),
+    ('group-writable directory', 'its directory {d} is writable by its group (mode 0775, group 4)'),
+    ('directory of another user', 'its directory {d} is owned by uid 65534, not root'),
+    ('file of another user', 'it is owned by uid 65534, not root'),
+    ('fifo', 'it is not a regular file'),
+])
+def test_a_log_someone_else_could_have_placed_is_refused_and_the_journal_read(run, tmp_path, case, reason):
+    directory = tmp_path / 'log'
+    directory.mkdir(mode=0o755)
+    log = directory / 'imex.log'
+    if case == 'fifo':
+        # Opened without O_NONBLOCK, a FIFO with no writer would hang the module.
+        os.mkfifo(str(log))
+    else:
+        log.write_text(FAILED_START)
+    if case == 'world-writable directory':
+        os.chmod(str(directory), 0o777)
+    elif case == 'group-writable directory':
+        os.chown(str(directory), 0, 4)
+        os.chmod(str(directory), 0o775)
+    elif case == 'directory of another user':
+        os.chown(str(directory), 65534, 65534)
+    elif case == 'file of another user':
+        os.chown(str(log), 65534, 65534)
+    result, calls = run({'config': config_naming(tmp_path, log)}, journal=(0, 'from the journal\n', ''))
+    assert result['_exit_code'] == 0 and result['source'] == 'journal' and result['lines'] == ['from the journal']
+    assert result['refused'] == '%s is not read: %s' % (log, reason.format(d=directory))
+    assert len(calls) == 1
+
+
+def test_a_group_writable_directory_of_group_root_is_root_s_own(run, tmp_path):
+    directory = tmp_path / 'log'
+    directory.mkdir()
+    os.chmod(str(directory), 0o775)
+    log = directory / 'imex.log'
+    log.write_text(FAILED_START)
+    result, calls = run({'config': config_naming(tmp_path, log)})
+    assert result['source'] == 'file' and calls == [] and 'refused' not in result
+
+
+def test_a_relative_log_file_name_is_refused(run, tmp_path):
+    result, calls = run({'config': config_naming(tmp_path, 'imex.log')}, journal=(0, 'x\n', ''))
+    assert result['refused'] == 'LOG_FILE_NAME=imex.log is not an absolute path' and result['source'] == 'journal'
+
+
+def test_the_reason_is_kept_when_the_journal_fails_too(run, tmp_path):
+    result, calls = run({'config': config_naming(tmp_path, tmp_path / 'absent.log')}, journal=(1, '', 'No journal files were found.'))
+    assert result['_exit_code'] == 1 and result['refused'].startswith('%s cannot be opened: ' % (tmp_path / 'absent.log'))
+
+
+def test_a_file_under_a_sticky_world_writable_directory_is_refused_without_stand_ins(tmp_path):
+    # No stand-in here: pytest's tmp_path lies under /tmp (1777), where anyone can plant a file.
+    open_to_all = [str(parent) for parent in tmp_path.parents if stat.S_IMODE(os.stat(str(parent)).st_mode) & 0o002]
+    if not open_to_all:
+        pytest.skip('no world-writable directory above %s' % tmp_path)
+    log = tmp_path / 'imex.log'
+    log.write_text(FAILED_START)
+    with pytest.raises(_daemon_log.LogRefused) as refused:
+        _daemon_log.read_tail(str(log))
+    assert str(refused.value).startswith('%s is not read: its directory %s is writable by everyone' % (log, open_to_all[-1]))

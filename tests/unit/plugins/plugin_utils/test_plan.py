@@ -1329,6 +1329,18 @@ def test_the_daemon_logs_of_a_failed_proof_are_named_and_joined():
         "found\n  daemon log of t3 could not be read: no such file")
 
 
+def test_a_refused_daemon_log_file_is_said_beside_the_journal_lines():
+    model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]})
+    statuses = {"rack1": status_of(plan, "rack1", not_ready=["t2"])}
+    refused = "/var/log/nvidia-imex.log is not read: its directory /var/log is writable by its group (mode 0775, group 4)"
+    logs = {"t2": {"source": "journal", "truncated": False, "refused": refused,
+                   "lines": ["2026-11-24T14:02:11+0000 tray02 systemd[1]: nvidia-imex.service: Failed with result 'exit-code'."]}}
+    (report,) = judge(plan, model, statuses, logs=logs)
+    assert report["message"].endswith(
+        "\n  daemon log of t2 (journal, last 1 lines):\n      2026-11-24T14:02:11+0000 tray02 systemd[1]: "
+        "nvidia-imex.service: Failed with result 'exit-code'.\n  daemon log file of t2 not read: " + refused)
+
+
 def test_a_healthy_proof_reads_no_log_and_an_unread_status_asks_the_leader():
     model, _options, plan = planned()
     reports = judge(plan, model, {"rackA": status_of(plan, "rackA")})
