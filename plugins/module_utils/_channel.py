@@ -37,6 +37,13 @@ DEFAULT_CHANNEL_COUNT = 2048
 MODPROBE_PATH = "/etc/modprobe.d/nvidia-imex.conf"
 # Where the driver and modprobe keep what the module reads and writes.
 MODPROBE_DIR = "/etc/modprobe.d"
+# Every directory modprobe reads, highest precedence first (modprobe.d(5)): a file name in an earlier
+# directory hides the file of that name in the later ones; the files left are applied in name order.
+MODPROBE_DIRS = (MODPROBE_DIR, "/run/modprobe.d", "/usr/local/lib/modprobe.d", "/usr/lib/modprobe.d",
+                 "/lib/modprobe.d")
+# The kernel command line: modprobe adds its nvidia.<param>=<value> words to every load of the module,
+# after the options of modprobe.d, so such a word wins over every file.
+PROC_CMDLINE = "/proc/cmdline"
 PROC_DEVICES = "/proc/devices"
 PARAMS_PATH = "/proc/driver/nvidia/params"
 DEVICE_DIR = "/dev/nvidia-caps-imex-channels"
@@ -46,7 +53,7 @@ BOOT_DIR = "/etc/rackscale-imex/channels.d"
 # options, imex_tray_info predicts with them.
 PATH_DEFAULTS = {
     "modprobe_path": MODPROBE_PATH,
-    "modprobe_dir": MODPROBE_DIR,
+    "proc_cmdline": PROC_CMDLINE,
     "proc_devices": PROC_DEVICES,
     "params_path": PARAMS_PATH,
     "device_dir": DEVICE_DIR,
@@ -175,36 +182,76 @@ def _normalize_value(value):
         return value
 
 
-def scan_modprobe_dir(directory, exclude=None):
-    """Every CreateImexChannel0 setting in ``directory``/*.conf, sorted like modprobe reads them.
-
-    modprobe only reads files ending in .conf, so backups such as nvidia.conf.dpkg-old cannot
-    conflict and are skipped. ``exclude`` is our own drop-in.
-    """
-    if not os.path.isdir(directory):
-        return []
-    excluded = os.path.realpath(exclude) if exclude else None
+def _read_setting_file(path):
     try:
-        names = sorted(os.listdir(directory))
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
     except OSError as exc:
-        raise ChannelError("cannot list %s: %s" % (directory, exc.strerror or exc)) from exc
-    settings = []
-    for name in names:
-        if not name.endswith(".conf"):
+        raise ChannelError("cannot read %s: %s" % (path, exc.strerror or exc)) from exc
+
+
+def effective_modprobe_files(directories):
+    """The *.conf files modprobe applies, in the order it applies them (modprobe.d(5)).
+
+    ``directories`` are given highest precedence first: a name already found in an earlier directory
+    hides the file of that name in the later ones, whatever it is (a link to /dev/null masks a vendor
+    file). The files left are applied sorted by name, whichever directory holds them. modprobe only
+    reads names ending in .conf, so backups such as nvidia.conf.dpkg-old cannot conflict.
+    """
+    chosen = {}
+    for directory in directories:
+        if not os.path.isdir(directory):
             continue
-        path = os.path.join(directory, name)
+        try:
+            names = os.listdir(directory)
+        except OSError as exc:
+            raise ChannelError("cannot list %s: %s" % (directory, exc.strerror or exc)) from exc
+        for name in names:
+            if name.endswith(".conf") and name not in chosen:
+                chosen[name] = os.path.join(directory, name)
+    return [chosen[name] for name in sorted(chosen)]
+
+
+def scan_modprobe_dir(directory, exclude=None):
+    """Every CreateImexChannel0 setting in ``directory``/*.conf, sorted like modprobe reads them."""
+    return scan_modprobe_dirs([directory], exclude=exclude)
+
+
+def scan_modprobe_dirs(directories, exclude=None):
+    """Every CreateImexChannel0 setting of the files modprobe applies from ``directories``
+    (highest precedence first), in the order it applies them. ``exclude`` is our own drop-in."""
+    excluded = os.path.realpath(exclude) if exclude else None
+    settings = []
+    for path in effective_modprobe_files(directories):
         if excluded and os.path.realpath(path) == excluded:
             continue
         if not os.path.isfile(path):
             continue
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except OSError as exc:
-            raise ChannelError("cannot read %s: %s" % (path, exc.strerror or exc)) from exc
-        for number, value in option_values(text):
+        for number, value in option_values(_read_setting_file(path)):
             settings.append(ModprobeSetting(path, number, value))
     return settings
+
+
+def cmdline_values(text, param=CREATE_CHANNEL0_PARAM, module=NVIDIA_MODULE):
+    """Every value the kernel command line gives ``<module>.<param>`` (double quotes as the kernel
+    reads them; '-' and '_' alike in the module name, as modprobe takes them)."""
+    found = []
+    for word in _tokens((text or "").strip()):
+        name, sep, value = word.partition("=")
+        owner, dot, parameter = name.partition(".")
+        if sep and dot and parameter == param and owner.replace("-", "_") == module.replace("-", "_"):
+            found.append(value)
+    return found
+
+
+def scan_cmdline(path):
+    """The CreateImexChannel0 settings of the kernel command line at ``path`` (none when unreadable:
+    a container or chroot without /proc)."""
+    try:
+        text = read_text(path)
+    except FileOpError:
+        return []
+    return [ModprobeSetting(path, 1, value) for value in cmdline_values(text)]
 
 
 def conflicting_settings(settings, wanted):
@@ -357,16 +404,27 @@ def apply_device_plan(plan):
 # the whole channel: validate and plan everything first, then change things
 
 
-def _persistent_conflict_message(conflicts, wanted, modprobe_dir):
-    where = "; ".join("%s line %d sets %s=%s" % (path, line, CREATE_CHANNEL0_PARAM, value)
-                      for path, line, value in conflicts)
-    return ("%s conflicts with the wanted %s=%s: %s. modprobe applies these files in name order, so the "
-            "result at boot would depend on file names; remove or fix those lines"
-            % (modprobe_dir, CREATE_CHANNEL0_PARAM, wanted, where))
+def _persistent_conflict_message(conflicts, wanted, proc_cmdline=PROC_CMDLINE):
+    in_files = ["%s line %d sets %s=%s" % (path, line, CREATE_CHANNEL0_PARAM, value)
+                for path, line, value in conflicts if path != proc_cmdline]
+    on_cmdline = ["%s sets %s.%s=%s" % (path, NVIDIA_MODULE, CREATE_CHANNEL0_PARAM, value)
+                  for path, _line, value in conflicts if path == proc_cmdline]
+    sources, why = [], []
+    if in_files:
+        sources.append("modprobe.d")
+        why.append("modprobe applies its files in name order across its directories (a name in an earlier "
+                   "directory hides the later ones), so the result at boot would depend on file names; remove "
+                   "or fix those lines")
+    if on_cmdline:
+        sources.append("the kernel command line")
+        why.append("The kernel command line is applied after every modprobe.d file and wins; remove the "
+                   "parameter from the boot loader's configuration and reboot")
+    return ("%s conflicts with the wanted %s=%s: %s. %s"
+            % (" and ".join(sources), CREATE_CHANNEL0_PARAM, wanted, "; ".join(in_files + on_cmdline), "; ".join(why)))
 
 
-def _plan_dropin(state, modprobe_path, modprobe_dir):
-    """Validate our drop-in and the rest of modprobe.d for a persistent channel0."""
+def _plan_dropin(state, modprobe_path, modprobe_dirs, proc_cmdline):
+    """Validate our drop-in, every modprobe.d directory and the kernel command line for a persistent channel0."""
     existing = read_text(modprobe_path)
     if existing is not None:
         foreign = foreign_dropin_lines(existing)
@@ -377,9 +435,10 @@ def _plan_dropin(state, modprobe_path, modprobe_dir):
                 "the %s line so that replacing or removing it cannot drop other options"
                 % (modprobe_path, number, line, CREATE_CHANNEL0_PARAM))
     wanted = "1" if state == "present" else "0"
-    conflicts = conflicting_settings(scan_modprobe_dir(modprobe_dir, exclude=modprobe_path), wanted)
+    settings = scan_modprobe_dirs(modprobe_dirs, exclude=modprobe_path) + scan_cmdline(proc_cmdline)
+    conflicts = conflicting_settings(settings, wanted)
     if conflicts:
-        raise ChannelError(_persistent_conflict_message(conflicts, wanted, modprobe_dir))
+        raise ChannelError(_persistent_conflict_message(conflicts, wanted, proc_cmdline))
 
 
 def _read_major(proc_devices):
@@ -470,7 +529,8 @@ def boot_entry(channel, owner, group, mode):
 
 
 def ensure_channel(module, channel, state, persistent, immediate, owner, group, mode,
-                   modprobe_path, modprobe_dir, proc_devices, params_path, device_dir, boot_dir=BOOT_DIR):
+                   modprobe_path, proc_devices, params_path, device_dir, boot_dir=BOOT_DIR,
+                   modprobe_dirs=MODPROBE_DIRS, proc_cmdline=PROC_CMDLINE):
     """Bring channel ``channel`` to ``state``; returns the module result (diff as a list).
 
     Nothing is changed until every input has been read and validated. The device node is handled
@@ -499,7 +559,7 @@ def ensure_channel(module, channel, state, persistent, immediate, owner, group, 
     }
 
     if persistent and channel == 0:
-        _plan_dropin(state, modprobe_path, modprobe_dir)
+        _plan_dropin(state, modprobe_path, modprobe_dirs, proc_cmdline)
 
     plan = None
     if immediate and state == "present":

@@ -17,8 +17,9 @@ description:
     (C(nvidia-caps-imex-channels), it differs per node), the minor number is the channel number.
   - For channel 0 it can also make the driver create the channel at every module load, through
     a dedicated modprobe drop-in holding C(options nvidia NVreg_CreateImexChannel0=1).
-    Other files in O(modprobe_dir) that set this option to a different value make the module
-    fail with the file and line, because the outcome at boot would depend on file names.
+    Other files modprobe reads (every directory of O(modprobe_dirs)) that set this option to a
+    different value make the module fail with the file and line, because the outcome at boot would
+    depend on file names; so does a different value on the kernel command line (O(proc_cmdline)).
   - Device nodes do not survive a reboot. Channels other than 0 must be created again after
     every boot (or by the scheduler, for example Slurm's C(switch/nvidia_imex)).
   - IMEX channels are global across the IMEX domain; channel N must grant access to the same
@@ -84,10 +85,24 @@ options:
     type: path
     version_added: 0.2.0
     default: /etc/rackscale-imex/channels.d
-  modprobe_dir:
-    description: Directory whose C(*.conf) files are scanned for conflicting C(NVreg_CreateImexChannel0) values.
+  modprobe_dirs:
+    description:
+      - The directories modprobe reads, highest precedence first, whose C(*.conf) files are scanned for
+        conflicting C(NVreg_CreateImexChannel0) values (modprobe.d(5)). A file name found in an earlier
+        directory hides the file of that name in the later ones (a link to C(/dev/null) masks it); the
+        files left are applied in name order, whichever directory holds them.
+    type: list
+    elements: path
+    aliases: [modprobe_dir]
+    version_added: 0.3.0
+    default: [/etc/modprobe.d, /run/modprobe.d, /usr/local/lib/modprobe.d, /usr/lib/modprobe.d, /lib/modprobe.d]
+  proc_cmdline:
+    description:
+      - The kernel command line, scanned for C(nvidia.NVreg_CreateImexChannel0=); modprobe applies such a
+        word after every modprobe.d file, so a different value there is refused like a conflicting file.
     type: path
-    default: /etc/modprobe.d
+    version_added: 0.3.0
+    default: /proc/cmdline
   proc_devices:
     description: Where to read the character device majors from.
     type: path
@@ -206,6 +221,7 @@ diff:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
+    MODPROBE_DIRS,
     PATH_DEFAULTS,
     ChannelError,
     channel_options,
@@ -224,6 +240,7 @@ def main():
             owner=dict(type="str", default="root"),
             group=dict(type="str", default="root"),
             mode=dict(type="str"),
+            modprobe_dirs=dict(type="list", elements="path", default=list(MODPROBE_DIRS), aliases=["modprobe_dir"]),
             **{name: dict(type="path", default=default) for name, default in PATH_DEFAULTS.items()}
         ),
         supports_check_mode=True,
@@ -241,6 +258,7 @@ def main():
             owner=params["owner"],
             group=params["group"],
             mode=mode,
+            modprobe_dirs=params["modprobe_dirs"],
             **{name: params[name] for name in PATH_DEFAULTS}
         )
     except (ChannelError, FileOpError) as exc:

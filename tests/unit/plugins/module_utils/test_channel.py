@@ -22,7 +22,11 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     parse_nvidia_params,
     plan_device,
     plan_device_absent,
+    cmdline_values,
+    effective_modprobe_files,
+    scan_cmdline,
     scan_modprobe_dir,
+    scan_modprobe_dirs,
 )
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -124,6 +128,45 @@ def test_scan_dir_excludes_our_dropin_and_tolerates_missing_dir(tmp_path):
     assert [s.as_tuple() for s in scan_modprobe_dir(str(tmp_path))] == [(str(ours), 2, "1")]
     assert scan_modprobe_dir(str(tmp_path), exclude=str(ours)) == []
     assert scan_modprobe_dir(str(tmp_path / "missing")) == []
+
+
+def test_modprobe_directories_apply_in_precedence_then_name_order(tmp_path):
+    """modprobe.d(5): a name in an earlier directory hides the later ones' file of that name (a
+    /dev/null link masks it); the files left are applied by name, whichever directory holds them."""
+    etc, run_dir, usr_lib = (tmp_path / name for name in ("etc", "run", "usr_lib"))
+    for directory in (etc, run_dir, usr_lib):
+        directory.mkdir()
+    vendor = os.path.join(SAMPLES, "modprobe.d")
+    shutil.copy(os.path.join(vendor, "nvidia-disable-channel0.conf"), str(usr_lib))
+    shutil.copy(os.path.join(vendor, "nvidia-hpc-image.conf"), str(usr_lib))
+    shutil.copy(os.path.join(vendor, "nvidia-twice.conf"), str(run_dir))
+    (etc / "nvidia-disable-channel0.conf").symlink_to("/dev/null")    # masks the vendor's file
+    shutil.copy(os.path.join(vendor, "nvidia-commented.conf"), str(etc / "nvidia-hpc-image.conf"))
+    directories = [str(etc), str(tmp_path / "absent"), str(run_dir), str(usr_lib)]
+    assert effective_modprobe_files(directories) == [
+        str(etc / "nvidia-disable-channel0.conf"), str(etc / "nvidia-hpc-image.conf"), str(run_dir / "nvidia-twice.conf")]
+    found = [setting.as_tuple() for setting in scan_modprobe_dirs(directories)]
+    assert found == [(str(run_dir / "nvidia-twice.conf"), 1, "1"), (str(run_dir / "nvidia-twice.conf"), 2, "0x0")]
+    # Without the masks, the vendor's files count, sorted by name among the others.
+    assert [path for path, _line, _value in (s.as_tuple() for s in scan_modprobe_dirs([str(run_dir), str(usr_lib)]))] == [
+        str(usr_lib / "nvidia-disable-channel0.conf"), str(usr_lib / "nvidia-hpc-image.conf"),
+        str(run_dir / "nvidia-twice.conf"), str(run_dir / "nvidia-twice.conf")]
+
+
+def test_the_kernel_command_line_gives_the_nvidia_module_s_value_only():
+    with open(os.path.join(SAMPLES, "proc_cmdline_gb200.txt")) as handle:
+        assert cmdline_values(handle.read()) == []
+    with open(os.path.join(SAMPLES, "proc_cmdline_channel0_off.txt")) as handle:
+        # Not the bare parameter (no module), not nvidia-peermem's; the quoted RegistryDwords is one word.
+        assert cmdline_values(handle.read()) == ["0"]
+    assert cmdline_values("nvidia.NVreg_CreateImexChannel0=1 nvidia.NVreg_CreateImexChannel0=0x0\n") == ["1", "0x0"]
+    assert cmdline_values("") == [] and cmdline_values(None) == []
+
+
+def test_scan_cmdline_names_the_file_and_tolerates_its_absence(tmp_path):
+    shutil.copy(os.path.join(SAMPLES, "proc_cmdline_channel0_off.txt"), str(tmp_path / "cmdline"))
+    assert [s.as_tuple() for s in scan_cmdline(str(tmp_path / "cmdline"))] == [(str(tmp_path / "cmdline"), 1, "0")]
+    assert scan_cmdline(str(tmp_path / "missing")) == []
 
 
 def test_foreign_dropin_lines():

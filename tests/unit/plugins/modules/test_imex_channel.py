@@ -37,7 +37,8 @@ def args_for(host, **extra):
         proc_devices=str(host / "proc" / "devices"),
         params_path=str(host / "proc" / "params"),
         device_dir=str(host / "dev" / "nvidia-caps-imex-channels"),
-        modprobe_dir=str(host / "modprobe.d"),
+        modprobe_dirs=[str(host / "modprobe.d")],
+        proc_cmdline=str(host / "proc" / "cmdline"),
         modprobe_path=str(host / "modprobe.d" / "nvidia-imex.conf"),
     )
     args.update(extra)
@@ -295,6 +296,37 @@ def test_conflicting_modprobe_file_is_named_with_line(run, host):
     assert snapshot(host) == before
 
 
+def test_a_conflict_in_a_vendor_directory_counts_unless_etc_masks_it(run, host):
+    vendor = host / "usr_lib_modprobe.d"
+    vendor.mkdir()
+    shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-disable-channel0.conf"), str(vendor))
+    args = args_for(host, modprobe_dirs=[str(host / "modprobe.d"), str(vendor)])
+    before = snapshot(host)
+    result = run(args)
+    assert result["failed"] is True and snapshot(host) == before
+    assert result["msg"].startswith("modprobe.d conflicts with the wanted NVreg_CreateImexChannel0=1: %s line 2 sets "
+                                    "NVreg_CreateImexChannel0=0. modprobe applies its files in name order across its "
+                                    "directories" % (vendor / "nvidia-disable-channel0.conf"))
+    # The same name in the first directory hides it, as modprobe.d(5) says (here: a mask).
+    (host / "modprobe.d" / "nvidia-disable-channel0.conf").symlink_to("/dev/null")
+    assert run(args)["changed"] is True and dropin(host) == DROPIN_CONTENT
+
+
+def test_a_different_value_on_the_kernel_command_line_is_refused(run, host):
+    shutil.copy(os.path.join(SAMPLES, "proc_cmdline_channel0_off.txt"), str(host / "proc" / "cmdline"))
+    before = snapshot(host)
+    result = run(args_for(host))
+    assert result["failed"] is True and snapshot(host) == before
+    assert result["msg"] == (
+        "the kernel command line conflicts with the wanted NVreg_CreateImexChannel0=1: %s sets "
+        "nvidia.NVreg_CreateImexChannel0=0. The kernel command line is applied after every modprobe.d file and "
+        "wins; remove the parameter from the boot loader's configuration and reboot" % (host / "proc" / "cmdline"))
+    # Removing channel0 wants 0: the same command line agrees.
+    assert run(args_for(host, state="absent"))["_exit_code"] == 0
+    shutil.copy(os.path.join(SAMPLES, "proc_cmdline_gb200.txt"), str(host / "proc" / "cmdline"))
+    assert run(args_for(host))["changed"] is True
+
+
 def test_dropin_with_other_options_is_never_overwritten(run, host):
     shared = host / "modprobe.d" / "nvidia.conf"
     shutil.copy(os.path.join(SAMPLES, "modprobe.d", "nvidia-hpc-image.conf"), str(shared))
@@ -367,7 +399,8 @@ def test_absent_tenant_channel_needs_no_proc_files(run, host):
 def predicted(host, **entry):
     """What imex_tray_info's read says the module would do: ensure_channel run in check mode."""
     args = args_for(host)
-    paths = dict(modprobe_path=args["modprobe_path"], modprobe_dir=args["modprobe_dir"],
+    paths = dict(modprobe_path=args["modprobe_path"], modprobe_dirs=args["modprobe_dirs"],
+                 proc_cmdline=args["proc_cmdline"],
                  proc_devices=args["proc_devices"], params_path=args["params_path"], device_dir=args["device_dir"],
                  boot_dir=str(host / "boot"))
     module = types.SimpleNamespace(get_bin_path=lambda *args, **kwargs: None)
