@@ -239,6 +239,15 @@ source:
   returned: success
   type: str
   sample: json
+ctl_rc:
+  description:
+    - Exit code of the C(nvidia-imex-ctl -N) call whose output was parsed. Its output is read whatever
+      the code (only 0 is documented); a non-zero code is told in RV(problems) when the domain is not
+      healthy, and as a warning when it is.
+  returned: success
+  type: int
+  version_added: 0.3.0
+  sample: 0
 attempts:
   description: Number of polls made (more than one only with O(wait=true)).
   returned: always
@@ -306,30 +315,28 @@ class ImexCtl:
         return rc, out, err, shown
 
     def domain(self):
-        """Parse -N -j, falling back to -N text; returns the parsed dict."""
-        # Exit codes other than 0 are undocumented (reference: UNKNOWN), so any non-zero rc or
-        # unreadable JSON gets one text attempt before giving up; that also covers a ctl without -j.
+        """Parse -N -j, falling back to -N text; returns the parsed dict, with the call's exit code
+        (``exit_code``) and command line (``command``)."""
+        # Only rc 0 on success is documented; which codes a degraded or down domain gives is UNKNOWN
+        # (a daemon that answers may still make the tool exit non-zero). So the output is read
+        # whatever the code, and the code is kept and told: a table that parses names the broken
+        # trays, which "the call failed" would hide. Only output that does not parse makes a non-zero
+        # code a failure. The same goes for a ctl without -j, which prints its usage instead.
         rc, out, err, shown = self.run('-N', '-j')
-        if rc == 0:
-            try:
-                return _ctl.parse_json(out)
-            except _ctl.CtlParseError:
-                # A ctl without JSON support may ignore -j and print the formatted table.
-                try:
-                    return _ctl.parse_text(out)
-                except _ctl.CtlParseError:
-                    pass
+        parsed = _parse_domain(out) or _parse_domain(err)
+        if parsed is not None:
+            return dict(parsed, exit_code=rc, command=shown)
         json_attempt = 'rc %d' % rc if rc else 'output not JSON'
         rc, out, err, shown = self.run('-N')
-        if rc != 0:
-            raise CtlFailure(
-                '%s failed with rc %d (the JSON call -N -j gave %s): %s. Check that the nvidia-imex service '
-                'is running, that IMEX_CMD_ENABLED=1 is set in %s, and that the config file is readable'
-                % (shown, rc, json_attempt, _output_excerpt(out, err), self.config),
-                rc=rc, stdout=out, stderr=err, cmd=shown)
         try:
-            return _ctl.parse_text(out)
+            return dict(_ctl.parse_text(out), exit_code=rc, command=shown)
         except _ctl.CtlParseError as error:
+            if rc != 0:
+                raise CtlFailure(
+                    '%s failed with rc %d (the JSON call -N -j gave %s): %s. Check that the nvidia-imex service '
+                    'is running, that IMEX_CMD_ENABLED=1 is set in %s, and that the config file is readable'
+                    % (shown, rc, json_attempt, _output_excerpt(out, err), self.config),
+                    rc=rc, stdout=out, stderr=err, cmd=shown)
             raise CtlFailure('cannot read the output of %s: %s' % (shown, error.message),
                              rc=rc, stdout=out, stderr=err, cmd=shown, raw=error.raw)
 
@@ -346,6 +353,26 @@ class ImexCtl:
         if rc != 0:
             return None, '%s printed %s but returned rc %d' % (shown, state, rc)
         return state, None
+
+
+def _parse_domain(text):
+    """The -N output in ``text`` as JSON, else as the formatted table, else None."""
+    if not (text or '').strip():
+        return None
+    for parse in (_ctl.parse_json, _ctl.parse_text):
+        try:
+            return parse(text)
+        except _ctl.CtlParseError:
+            continue
+    return None
+
+
+def exit_code_note(parsed):
+    """The sentence telling that the ctl call whose output was read exited non-zero, or None."""
+    if not parsed.get('exit_code'):
+        return None
+    return ('%s exited with rc %d; its output was read all the same (domain state %s)'
+            % (parsed['command'], parsed['exit_code'], parsed['domain_state']))
 
 
 def _output_excerpt(out, err, limit=600):
@@ -378,6 +405,15 @@ def _observe(ctl, params):
                                 local_state=local_state, local_error=local_error,
                                 absent_nodes=params['absent_nodes'])
     assessment['source'] = parsed['source']
+    assessment['ctl_rc'] = parsed.get('exit_code', 0)
+    note = exit_code_note(parsed)
+    if note and not assessment['healthy']:
+        # Said among the problems, so that the verdict keeps the exit code beside the trays it names.
+        assessment['problems'].append(note)
+    elif note:
+        # A table that shows every node READY and every pair connected is the proof asked for; the
+        # code, whose meaning is not documented, is told without overruling it.
+        assessment['ctl_warning'] = note
     return assessment
 
 
@@ -437,6 +473,9 @@ def main():
             failure.details['reason'] = failure.message
         module.fail_json(msg=msg, attempts=attempts, elapsed=elapsed, **failure.details)
 
+    warning = assessment.pop('ctl_warning', None)
+    if warning:
+        module.warn(warning)
     result = dict(changed=False, attempts=attempts, elapsed=elapsed, **assessment)
     if not assessment['healthy']:
         message = _assess.unhealthy_message(assessment)

@@ -29,7 +29,7 @@ def domain_report(domain_name, model, play_hosts, statuses, allowed_broken_pairs
     }
     status = dict(statuses.get(report["leader"]) or {}) if report["leader"] else {}
     report["status"] = {key: status.get(key) for key in (
-        "domain_state", "local_state", "healthy", "nodes", "broken_pairs", "problems", "source", "elapsed")}
+        "domain_state", "local_state", "healthy", "nodes", "broken_pairs", "problems", "source", "elapsed", "ctl_rc")}
     problems = []
     if "domain_state" not in status:
         report["verdict"] = "unknown"

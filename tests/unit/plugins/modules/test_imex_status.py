@@ -100,7 +100,7 @@ def test_healthy_json_domain(run, config):
     assert result['source'] == 'json'
     assert result['node_count'] == 18
     assert result['problems'] == [] and result['broken_pairs'] == []
-    assert result['attempts'] == 1
+    assert result['attempts'] == 1 and result['ctl_rc'] == 0 and result['_warnings'] == []
     assert 'raw' not in result
     assert ctl.calls == [
         [TIMEOUT, '-k', '5', '30', CTL, '-c', config, '-q'],
@@ -173,6 +173,36 @@ def test_daemon_down_fails_with_the_tool_output(run, config):
     assert 'stderr: connection refused to 127.0.0.1:50005' in result['msg']
     assert 'nvidia-imex service is running' in result['msg']
     assert result['stderr'] == 'connection refused to 127.0.0.1:50005\n'
+
+
+def test_a_degraded_domain_read_despite_a_non_zero_exit_names_its_trays(run, config):
+    # Which codes a degraded domain gives is not documented: whatever the code, the table is read.
+    ctl = FakeCtl(json=(1, sample('N_json_580.95.09_degraded_sparse_tabs.json'), ''))
+    ok, result = run({'config': config, 'query_local': False}, ctl)
+    assert ok and result['healthy'] is False and result['source'] == 'json' and result['ctl_rc'] == 1
+    assert result['domain_state'] == 'DEGRADED' and result['broken_pairs']
+    assert result['problems'][-1] == ('%s -c %s -N -j exited with rc 1; its output was read all the same '
+                                      '(domain state DEGRADED)' % (CTL, config))
+    assert any('node' in problem and 'rc 1' not in problem for problem in result['problems'])
+    assert ctl.flags() == [['-c', config, '-N', '-j']]
+
+
+def test_the_text_table_of_a_non_zero_exit_is_read_and_the_code_told(run, config):
+    ctl = FakeCtl(json=(1, USAGE, ''), text=(3, sample('N_580.95.09_node5_unavailable.txt'), ''))
+    ok, result = run({'config': config, 'fail_unhealthy': True}, ctl)
+    assert not ok and result['ctl_rc'] == 3
+    assert 'node 5 (198.18.1.16) is UNAVAILABLE' in result['msg']
+    assert result['msg'].endswith('%s -c %s -N exited with rc 3; its output was read all the same (domain state '
+                                  'DEGRADED)' % (CTL, config))
+
+
+def test_a_healthy_table_with_a_non_zero_exit_stays_healthy_with_a_warning(run, config):
+    ctl = FakeCtl(json=(2, sample('N_json_580.95.09_up_18nodes_compact.json'), ''))
+    ok, result = run({'config': config}, ctl)
+    assert ok and result['healthy'] is True and result['problems'] == [] and result['ctl_rc'] == 2
+    assert result['_warnings'] == ['%s -c %s -N -j exited with rc 2; its output was read all the same (domain '
+                                   'state UP)' % (CTL, config)]
+    assert 'ctl_warning' not in result
 
 
 def test_unparseable_output_fails_with_raw(run, config):
