@@ -40,6 +40,7 @@ forks = 50
 
 [ssh_connection]
 pipelining = true
+ssh_args = -C -o ControlMaster=auto -o ControlPersist=60s -o ServerAliveInterval=15 -o ServerAliveCountMax=4
 """
 
 
