@@ -12,6 +12,7 @@ no module, no connection.
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import random
 import socket
@@ -154,10 +155,27 @@ class ActionModule(ActionBase):
         options = self._tray_options(task_vars, trays)
         reads = {tray: self._hostvar(task_vars, tray, TRAY_READ) or {} for tray in trays}
         first = options[trays[0]]
+        script_sha256, slurm_names = None, {}
+        if plan.get("per_job_domains"):
+            script_sha256 = self._shipped_sha256(_plan.SLURM_JOB_SCRIPT)
+            # A tray the run does not read is named as the inventory names it.
+            slurm_names = {tray: str(self._hostvar(task_vars, tray, "imex_slurm_node_name") or "")
+                           for name in plan["per_job_domains"] for tray in plan["domains"][name]["trays"]
+                           if tray not in options}
         return _plan.after_read(plan, plan["model"], options, reads,
                                 shared_partition=first["imex_shared_partition"],
                                 skip_fabric=first["imex_skip_fabric_check"],
-                                converge=bool(args.get("converge", True)))
+                                converge=bool(args.get("converge", True)),
+                                script_sha256=script_sha256, slurm_names=slurm_names)
+
+    def _shipped_sha256(self, name):
+        """The checksum of a file the role ships (its files/), as the copy task installs it."""
+        try:
+            path = self._find_needle("files", name)
+            with open(path, "rb") as handle:
+                return hashlib.sha256(handle.read()).hexdigest()
+        except (AnsibleError, OSError) as error:
+            raise _plan.PlanError(["the role's %s cannot be read on the controller: %s" % (name, error)]) from None
 
     def _wave_registers(self, task_vars, plan, wave, registers):
         """{tray: {key: what the tray registered under each name of ``registers``}} for the wave's trays."""

@@ -70,6 +70,22 @@ options:
     type: list
     elements: str
     default: []
+  service_enabled:
+    description:
+      - Also report, for each unit of O(services), what C(systemctl is-enabled) says of it in
+        RV(services_enabled) (C(enabled), C(disabled), C(masked), ...), for example to check that the
+        daemon is left to a Slurm prolog (not enabled, not masked).
+    type: bool
+    default: false
+    version_added: 0.3.0
+  channel_device:
+    description:
+      - Also report the character device major of C(nvidia-caps-imex-channels) in C(/proc/devices) in
+        RV(channel_major), which the NVIDIA driver registers and which channels (Slurm's
+        C(switch/nvidia_imex) too) need.
+    type: bool
+    default: false
+    version_added: 0.3.0
   compute_apps:
     description:
       - Also list the GPU compute processes (C(nvidia-smi --query-compute-apps)) in RV(compute_apps),
@@ -409,6 +425,20 @@ services_started:
   type: dict
   version_added: 0.3.0
   sample: {nvidia-imex: 1764079325.118204}
+services_enabled:
+  description:
+    - Each unit of O(services) mapped to the first word C(systemctl is-enabled) printed (C(enabled),
+      C(disabled), C(masked), C(static), ...); null when C(systemctl) did not answer.
+  returned: when O(service_enabled) is true
+  type: dict
+  version_added: 0.3.0
+  sample: {nvidia-imex: disabled}
+channel_major:
+  description: The major of C(nvidia-caps-imex-channels) in C(/proc/devices); null when it is not there (driver not loaded).
+  returned: when O(channel_device) is true
+  type: int
+  version_added: 0.3.0
+  sample: 234
 raw:
   description: Output of nvidia-smi that could not be parsed.
   returned: when the output of C(nvidia-smi -q) could not be parsed
@@ -424,6 +454,8 @@ from ansible_collections.rackscale.imex.plugins.module_utils._bounded import Bou
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     MODPROBE_PATH,
     PATH_DEFAULTS,
+    PROC_DEVICES,
+    imex_channel_major,
     predict_channels,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file, stat_file
@@ -446,6 +478,29 @@ def service_states(runner, systemctl, units):
         if words and not hung:
             states[unit] = words[0]
     return states
+
+
+def service_enablement(runner, systemctl, units):
+    """Map each unit to the state systemctl is-enabled prints, or None when it cannot be asked."""
+    states = dict((unit, None) for unit in units)
+    if not systemctl:
+        return states
+    for unit in units:
+        # is-enabled exits non-zero for disabled and masked units; the state is on stdout either way.
+        _rc, out, _err, hung = runner.run([systemctl, 'is-enabled', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        words = out.split()
+        if words and not hung:
+            states[unit] = words[0]
+    return states
+
+
+def channel_major(proc_devices=PROC_DEVICES):
+    """The major of nvidia-caps-imex-channels, or None when /proc/devices lacks it or cannot be read."""
+    try:
+        with open(proc_devices) as handle:
+            return imex_channel_major(handle.read())
+    except (IOError, OSError):
+        return None
 
 
 def services_started(runner, systemctl, states):
@@ -546,6 +601,8 @@ def main():
             stat_files=dict(type='list', elements='path', default=[]),
             services=dict(type='list', elements='str', default=[]),
             compute_apps=dict(type='bool', default=False),
+            service_enabled=dict(type='bool', default=False),
+            channel_device=dict(type='bool', default=False),
             slurm_state=dict(type='bool', default=False),
             slurm_node_name=dict(type='str'),
             imex_version=dict(type='bool', default=False),
@@ -588,6 +645,10 @@ def main():
                   services_started=services_started(runner, systemctl, states))
     if summary is not None:
         result.update(summary)
+    if params['service_enabled']:
+        result['services_enabled'] = service_enablement(runner, systemctl, params['services'])
+    if params['channel_device']:
+        result['channel_major'] = channel_major()
     if params['imex_version']:
         result['imex_version'] = imex_version(module, runner)
     if params['compute_apps']:

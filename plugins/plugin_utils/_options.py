@@ -131,7 +131,8 @@ def channel_problems(channels, imex_mode):
             continue
         if imex_mode not in OWN_CHANNEL_MODES:
             problems.append("%s: the channels belong to %s in imex_mode %s; remove imex_channels"
-                            % (label, "Slurm" if imex_mode == "slurm" else "the DRA driver", imex_mode))
+                            % (label, "Slurm" if imex_mode in ("slurm", "slurm_per_job") else "the DRA driver",
+                               imex_mode))
             continue
         number = str(entry.get("channel", "")).strip()
         if not number.isdigit() or not 1 <= int(number) <= MAX_CHANNEL:

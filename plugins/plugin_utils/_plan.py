@@ -20,8 +20,10 @@ Nothing here touches a tray, the network or the clock: every input is an argumen
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import time
 
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -37,6 +39,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     domain_variance_problems,
     is_pem,
     option_problems,
+    path_problem,
     tls_file_problems,
 )
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import (
@@ -67,7 +70,8 @@ OPTION_TYPES = {
     "imex_allowed_broken_pairs": "int", "imex_report_dir": "str", "imex_textfile_dir": "str",
     "imex_config_path": "str", "imex_nodes_config_path": "str", "imex_service": "str",
     "imex_unix_socket": "str", "imex_tls_dir": "str", "imex_slurm_node_name": "str",
-    "imex_trays_out_of_service": "list",
+    "imex_trays_out_of_service": "list", "imex_slurm_prolog_dir": "str", "imex_slurm_epilog_dir": "str",
+    "imex_slurm_probe_partition": "str",
 }
 
 # Options that shape the whole run (the model, the waves, the locks, the reports): one value for
@@ -85,6 +89,21 @@ TLS_FILES = (("ca.crt", "0644"), ("tray.crt", "0644"), ("tray.key", "0600"))
 # was written. The daemon's start is read from the monotonic clock and the change time from the wall
 # clock: a second covers their conversion and a file written in the same instant as a start.
 PENDING_SLACK_S = 1.0
+
+# The per-job mode: the Slurm prolog of each job starts the daemon with the job's nodes of the tray's
+# domain, the epilog stops it (roles/imex/files/rackscale-imex-slurm-job). A run installs the program,
+# the map it reads and config.cfg, and leaves the service stopped, disabled and not masked.
+PER_JOB = "slurm_per_job"
+# Where the program reads its map (its MAP_PATH; a unit test keeps the two equal).
+SLURM_JOB_MAP = "/etc/rackscale-imex/slurm-job.json"
+# The program as the role ships it (roles/imex/files) and as it is installed in each directory.
+SLURM_JOB_SCRIPT = "rackscale-imex-slurm-job"
+SLURM_JOB_INSTALLED = "90-rackscale-imex"
+# Bounds the program keeps (seconds): written into the map, so that a tray shows what it runs with.
+# The whole prolog stays within total_timeout_s, well under the PrologEpilogTimeout slurm.conf needs.
+SLURM_JOB_BOUNDS = {"total_timeout_s": 240, "hostlist_timeout_s": 10, "stop_timeout_s": 30, "kill_timeout_s": 10,
+                    "start_timeout_s": 60, "ready_timeout_s": 120, "poll_interval_s": 1, "domain_wait_s": 30}
+SLURM_JOB_CTL = "/usr/bin/nvidia-imex-ctl"
 
 
 class PlanError(ValueError):
@@ -188,14 +207,108 @@ def tls_paths(options):
     return [os.path.join(options["imex_tls_dir"], name) for name, _mode in TLS_FILES] if options.get("imex_tls") else []
 
 
+# A Slurm partition name: one word, as srun --partition takes it.
+_PARTITION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+
+
+def per_job_option_problems(options):
+    """The per-job mode's own options: where the prolog and epilog go, the probe's partition."""
+    problems = []
+    for option in ("imex_slurm_prolog_dir", "imex_slurm_epilog_dir"):
+        problem = path_problem(option, options.get(option) or "")
+        if problem:
+            problems.append(problem)
+    if options.get("imex_slurm_prolog_dir") and options.get("imex_slurm_prolog_dir") == options.get("imex_slurm_epilog_dir"):
+        problems.append("imex_slurm_prolog_dir and imex_slurm_epilog_dir are both %s: the prolog and the epilog are "
+                        "installed under one name, so they need two directories (Prolog=.../prolog.d/*, "
+                        "Epilog=.../epilog.d/*)" % options["imex_slurm_prolog_dir"])
+    partition = options.get("imex_slurm_probe_partition") or ""
+    if partition and not _PARTITION.match(partition):
+        problems.append("imex_slurm_probe_partition = %r is not a Slurm partition name (letters, digits, '_', '.', "
+                        "'-')" % partition)
+    return problems
+
+
+def slurm_job_paths(options):
+    """{what: tray path} of the per-job installation: the map, the prolog, the epilog."""
+    return {"map": SLURM_JOB_MAP,
+            "prolog": os.path.join(options["imex_slurm_prolog_dir"], SLURM_JOB_INSTALLED),
+            "epilog": os.path.join(options["imex_slurm_epilog_dir"], SLURM_JOB_INSTALLED)}
+
+
+def slurm_node_names(trays, tray_options, reads, fallback=None):
+    """{tray: its Slurm node name}: imex_slurm_node_name where set, else the name the tray's read asked
+    scontrol about (its short host name), else ``fallback`` (the inventory's value for a tray outside the
+    run), else the inventory name up to its first dot."""
+    names = {}
+    for tray in trays:
+        own = (tray_options.get(tray) or {}).get("imex_slurm_node_name") or ""
+        read = ((reads.get(tray) or {}).get("slurm") or {}).get("node") or ""
+        names[tray] = own or read or (fallback or {}).get(tray) or str(tray).split(".")[0]
+    return names
+
+
+def slurm_job_map(domain_name, nodes, this_node, options):
+    """The text of a tray's per-job map: its domain's Slurm node names and IMEX addresses in the domain's
+    order (the order every node of a job writes its list in), and what the program needs."""
+    content = {
+        "format": 1,
+        "domain": domain_name,
+        "this_node": this_node,
+        "nodes": [{"name": name, "address": address} for name, address in nodes],
+        "service": options["imex_service"],
+        "nodes_config_path": options["imex_nodes_config_path"],
+        "config_path": options["imex_config_path"],
+        "ctl": SLURM_JOB_CTL,
+        "ctl_timeout_s": min(int(options["imex_ctl_timeout_s"]), 30),
+    }
+    content.update(SLURM_JOB_BOUNDS)
+    return json.dumps(content, indent=2, sort_keys=True) + "\n"
+
+
+def _file_differs(observed, sha256, mode):
+    """True unless the read shows the file with this content, root-owned, with this mode."""
+    if not isinstance(observed, dict) or observed.get("error") or not observed.get("exists"):
+        return True
+    return observed.get("sha256") != sha256 or observed.get("uid") != 0 or observed.get("gid") != 0 \
+        or observed.get("mode") != mode
+
+
+def per_job_drift(read, paths, map_text, script_sha256):
+    """[what differs] of a tray's per-job installation, from its one read."""
+    files = (read or {}).get("files") or {}
+    wanted = {"map": (hashlib.sha256(map_text.encode("utf-8")).hexdigest(), "0644"),
+              "prolog": (script_sha256, "0755"), "epilog": (script_sha256, "0755")}
+    return [what for what in ("map", "prolog", "epilog") if _file_differs(files.get(paths[what]), *wanted[what])]
+
+
+def per_job_state_problems(read, service):
+    """What a tray's read shows against the per-job mode besides its files: the service left to the prolog
+    (not enabled, not masked) and the channel device of the driver."""
+    read = read or {}
+    problems = []
+    enabled = (read.get("services_enabled") or {}).get(service)
+    if enabled in ("enabled", "enabled-runtime", "masked", "masked-runtime", "linked", "linked-runtime", "alias"):
+        problems.append("service %s is %s: in the per-job mode it is neither enabled (it would start at boot with "
+                        "no job) nor masked (the prolog starts it)" % (service, enabled))
+    elif "services_enabled" in read and enabled is None:
+        problems.append("whether service %s is enabled could not be read" % service)
+    if "channel_major" in read and read.get("channel_major") is None:
+        problems.append("nvidia-caps-imex-channels is not in /proc/devices: the NVIDIA driver is not loaded, and "
+                        "Slurm's switch/nvidia_imex cannot give a job its channel")
+    return problems
+
+
 def _tray_problems(tray, options, model):
     """Problems of one tray's own options, each prefixed with its domain."""
     domain = model["host_domain"][tray]
     problems = []
-    if options["imex_mode"] in ("slurm", "dra") and options.get("imex_channel0"):
+    if options["imex_mode"] in ("slurm", PER_JOB, "dra") and options.get("imex_channel0"):
         problems.append("imex_mode=%s conflicts with imex_channel0=true: %s; set imex_channel0 to false" % (
-            options["imex_mode"], "Slurm switch/nvidia_imex owns the channels and reserves channel 0"
-            if options["imex_mode"] == "slurm" else "the Kubernetes DRA driver injects channels into its pods"))
+            options["imex_mode"], "the Kubernetes DRA driver injects channels into its pods"
+            if options["imex_mode"] == "dra" else "Slurm switch/nvidia_imex owns the channels and reserves channel 0"))
+    if options["imex_mode"] == PER_JOB:
+        problems.extend(per_job_option_problems(options))
     if options["imex_server_port"] == options["imex_cmd_port"]:
         problems.append("imex_server_port and imex_cmd_port are both %s: the peer and command services need two "
                         "ports" % options["imex_server_port"])
@@ -331,7 +444,10 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
     # One domain at a time, in a fixed order, so that two runs never wait for each other's locks.
     plan["locks"] = [{"domain": name, "holder": plan["domains"][name]["lock_holder"]}
                      for wave in waves for name in wave]
-    plan["host_daemon_domains"] = [name for name in domains_in_run if plan["domains"][name]["mode"] != "dra"]
+    # The domains whose host daemon runs all the time; per-job domains run it only under a job.
+    plan["host_daemon_domains"] = [name for name in domains_in_run
+                                   if plan["domains"][name]["mode"] not in ("dra", PER_JOB)]
+    plan["per_job_domains"] = [name for name in domains_in_run if plan["domains"][name]["mode"] == PER_JOB]
     for tray in trays:
         options = tray_options[tray]
         name = model["host_domain"][tray]
@@ -346,9 +462,15 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             "channels_extra": list(options.get("imex_channels") or []),
             "read_files": [options["imex_nodes_config_path"], options["imex_config_path"]],
             "read_stat_files": tls_paths(options),
+            "per_job": options["imex_mode"] == PER_JOB,
+            "slurm_job_paths": slurm_job_paths(options) if options["imex_mode"] == PER_JOB else {},
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.
             "tls_pem": [is_pem(options.get(option)) for option in TLS_FILE_OPTIONS],
         }
+        if options["imex_mode"] == PER_JOB:
+            # No node list to read: the prolog writes it per job.
+            plan["trays"][tray]["read_files"] = [options["imex_config_path"]] + [
+                plan["trays"][tray]["slurm_job_paths"][what] for what in ("map", "prolog", "epilog")]
     return plan
 
 
@@ -431,11 +553,73 @@ def busy_guard(trays, reads, service, allow_busy=False):
     return found
 
 
-def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fabric=False, converge=True):
+def per_job_busy(trays, reads, service, allow_busy=False):
+    """One phrase per tray with work on it, daemon running or not: in the per-job mode a job that
+    shares its nodes runs without a daemon, and its trays are not rewritten under it either."""
+    if allow_busy:
+        return []
+    found = []
+    for tray in trays:
+        work = busy_reasons(tray, reads.get(tray), service)
+        if work:
+            found.append("%s: %s" % (tray, ", ".join(work)))
+    return found
+
+
+# What a per-job tray holds, as the verdicts name it.
+_PER_JOB_ITEMS = {"map": "the per-job map %s", "prolog": "the prolog %s", "epilog": "the epilog %s",
+                  "config": "config.cfg %s", "service": "service %s (stopped, disabled, not masked)"}
+
+
+def _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256, converge):
+    """The per-job part of a tray's plan: what to write and what the verdict will say of it."""
+    service = domain["service"]
+    paths = entry["slurm_job_paths"]
+    nodes = [(names[member], address) for member, address in zip(domain["trays"], domain["addresses"])]
+    entry["slurm_map"] = slurm_job_map(name, nodes, names[tray], options)
+    entry["slurm_node_name"] = names[tray]
+    differs = per_job_drift(read, paths, entry["slurm_map"], script_sha256)
+    state = (read.get("services") or {}).get(service)
+    enabled = (read.get("services_enabled") or {}).get(service)
+    # Left to the prolog: not running between jobs, not started at boot, not masked. A run stops a
+    # daemon only on a tray where nothing runs (a busy domain's writes are predictions).
+    release = state not in ("inactive", "failed") or enabled != "disabled"
+    entry.update(write_map="map" in differs, write_prolog="prolog" in differs, write_epilog="epilog" in differs,
+                 scripts_to_install=[what for what in ("prolog", "epilog") if what in differs], release=release)
+    items = [what for what in ("map", "prolog", "epilog") if what in differs]
+    if entry["write_config"]:
+        items.append("config")
+    shown = dict(paths, config=options["imex_config_path"], service=service)
+    problems = []
+    if converge:
+        # site.yml writes what differs; only what it holds back stays wrong.
+        if entry["predicted"] and (items or release):
+            held = [_PER_JOB_ITEMS[what] % shown[what] for what in items + (["service"] if release else [])]
+            why = ("work runs on the domain (%s)" % "; ".join(domain["busy"]) if domain["busy"]
+                   else "this run holds only part of the domain" if domain["partial"] else "check mode")
+            problems.append("tray %s: not written, as %s: %s; run site.yml again once it has ended"
+                            % (tray, why, ", ".join(held)))
+        problems.extend("tray %s: %s" % (tray, problem)
+                        for problem in per_job_state_problems(read, service) if not problem.startswith("service"))
+    else:
+        problems.extend("tray %s: %s is missing or differs from what site.yml installs (content, root-owned, mode %s)"
+                        % (tray, _PER_JOB_ITEMS[what] % shown[what], "0755" if what in ("prolog", "epilog") else
+                           "0644") for what in items if what != "config")
+        if "config" in items:
+            problems.append("tray %s: %s differs from the inventory's settings" % (
+                tray, _PER_JOB_ITEMS["config"] % shown["config"]))
+        problems.extend("tray %s: %s" % (tray, problem) for problem in per_job_state_problems(read, service))
+    entry["per_job_problems"] = problems
+
+
+def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fabric=False, converge=True,
+               script_sha256=None, slurm_names=None):
     """The plan after each tray was read once; PlanError with the fabric and version gate's problems.
 
     converge: the run may change the trays (site.yml); False for a read-only proof (validate.yml),
     which refuses no hand-over and proves every domain, in check mode too.
+    script_sha256: the checksum of the per-job program the role ships; slurm_names: {tray: Slurm node
+    name} from the inventory, for the trays of a per-job domain that the run does not read.
     """
     notes = [] if shared_partition else None
     gate = [] if skip_fabric else fabric_problems(model, reads, notes=notes)
@@ -448,8 +632,18 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
     for name, domain in plan["domains"].items():
         service = domain["service"]
         in_run = {tray: reads.get(tray) or {} for tray in domain["trays_in_run"]}
-        busy = busy_guard(domain["trays_in_run"], in_run, service, domain["allow_busy"])
+        per_job = domain["mode"] == PER_JOB
+        # Per job, what a tray runs is never the collection's daemon to stop: any work holds the writes.
+        busy = (per_job_busy if per_job else busy_guard)(domain["trays_in_run"], in_run, service, domain["allow_busy"])
         domain.update(busy=busy, predicted=plan["check_mode"] or domain["partial"] or bool(busy))
+        if per_job:
+            names = slurm_node_names(domain["trays"], tray_options, reads, slurm_names)
+            shared = {}
+            for tray in domain["trays"]:
+                shared.setdefault(names[tray], []).append(tray)
+            handover.extend("domain %s: trays %s share the Slurm node name %s; the per-job map needs one name per "
+                            "tray (set imex_slurm_node_name)" % (name, ", ".join(trays), node)
+                            for node, trays in sorted(shared.items()) if len(trays) > 1)
         pending = {}
         for tray in domain["trays_in_run"]:
             options = tray_options[tray]
@@ -459,7 +653,8 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                                  options["imex_config_path"], options["imex_max_nodes"])
             host_daemon = domain["mode"] != "dra"
             entry.update(
-                write_nodes=bool(drift["nodes"]) and host_daemon,
+                # Per job, the prolog writes the node list.
+                write_nodes=bool(drift["nodes"]) and host_daemon and not per_job,
                 write_config=bool(drift["config"]) and host_daemon,
                 write_tls=bool(options.get("imex_tls")) and host_daemon,
                 handover=not host_daemon,
@@ -469,11 +664,16 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                 reboot_allowed=bool(options["imex_reboot_allowed"]) and not busy,
                 predicted=domain["predicted"],
             )
-            entry["write"] = entry["write_nodes"] or entry["write_config"] or entry["write_tls"] or entry["handover"]
-            entry["channels_role"] = (domain["mode"] in ("slurm", "dra") or bool(options.get("imex_channels"))
+            entry.update(write_map=False, write_prolog=False, write_epilog=False, scripts_to_install=[], release=False)
+            if per_job:
+                _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256, converge)
+            entry["write"] = any(entry[key] for key in ("write_nodes", "write_config", "write_tls", "handover",
+                                                        "write_map", "write_prolog", "write_epilog", "release"))
+            entry["channels_role"] = (domain["mode"] in ("slurm", PER_JOB, "dra") or bool(options.get("imex_channels"))
                                       or bool(entry["channels"]))
             why = pending_restart(read, service, entry["read_files"], entry["read_stat_files"])
-            if why and domain["mode"] != "dra":
+            # Per job, each prolog starts the daemon afresh with the files on disk.
+            if why and domain["mode"] not in ("dra", PER_JOB):
                 pending[tray] = why
         domain["pending"] = pending
         if domain["mode"] == "dra" and converge:
@@ -493,10 +693,14 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
         raise PlanError(handover)
     # Under --check a converge restarts nothing and so proves nothing; the DRA driver's domains are
     # not the host daemon's to prove.
+    # A per-job domain has no daemon to prove between jobs: its installation is judged instead.
     plan["prove_now"] = [name for name, domain in sorted(plan["domains"].items())
-                         if not converge or (domain["mode"] != "dra" and not plan["check_mode"])]
-    # Judged: those proven now, and those a read before the restarts already proved (restart()).
-    plan["judge_now"] = list(plan["prove_now"])
+                         if domain["mode"] != PER_JOB
+                         and (not converge or (domain["mode"] != "dra" and not plan["check_mode"]))]
+    # Judged: those proven now, those a read before the restarts already proved (restart()), and the
+    # per-job installations (after their writes).
+    plan["judge_now"] = sorted(plan["prove_now"] + [name for name in plan["per_job_domains"]
+                                                    if not converge or not plan["check_mode"]])
     return plan
 
 
@@ -521,7 +725,7 @@ def restart(plan, wave, writes, statuses):
     problems = []
     for name in wave:
         domain = plan["domains"][name]
-        if domain["mode"] == "dra":
+        if domain["mode"] in ("dra", PER_JOB):
             continue
         in_run = domain["trays_in_run"]
         left_out = [tray for tray in domain["trays"] if tray not in in_run]
@@ -641,6 +845,9 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
     """
     reports = []
     for name in domains:
+        if plan["domains"][name].get("mode") == PER_JOB:
+            reports.append(per_job_report(plan, model, name))
+            continue
         leader = plan["domains"][name]["leader"]
         report = domain_report(name, model, list(play_hosts), {leader: statuses.get(name) or {}},
                                allowed_broken_pairs=int(allowed_broken_pairs))
@@ -665,6 +872,34 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
     return reports
 
 
+def per_job_report(plan, model, name):
+    """The report of a per-job domain: its installation (no daemon runs between jobs to be proven)."""
+    domain = plan["domains"][name]
+    problems = [problem for tray in domain["trays_in_run"]
+                for problem in plan["trays"][tray].get("per_job_problems") or []]
+    report = {
+        "domain": name,
+        "mode": PER_JOB,
+        "per_job": True,
+        "expected_nodes": list(model["domains"][name]["addresses"]),
+        "leader": domain["leader"],
+        "trays_not_in_run": [tray for tray in domain["trays"] if tray not in domain["trays_in_run"]],
+        "out_of_service": domain.get("out_of_service") or [],
+        "slurm_node_names": {tray: plan["trays"][tray].get("slurm_node_name") for tray in domain["trays_in_run"]},
+        "status": {"domain_state": None},
+        "verdict": "unhealthy" if problems else "healthy",
+        "ok": not problems,
+        "problems": problems,
+    }
+    if problems:
+        report["message"] = problems_message(name, "PER-JOB", "unhealthy", problems)
+    else:
+        report["message"] = ("domain %s: per-job IMEX installed on %d tray(s) (prolog, epilog, map, config.cfg; the "
+                             "service left to the prolog); the daemon runs only under an exclusive job"
+                             % (name, len(domain["trays_in_run"])))
+    return report
+
+
 def judged(plan, reports, report_dir=""):
     """The plan with the verdicts of one proof: those of the run so far (earlier waves too) for the
     summary, and what the run says of them."""
@@ -681,4 +916,5 @@ def judged(plan, reports, report_dir=""):
 
 def explain(reports, model, play_hosts):
     """The trays whose daemon log says why their domain failed."""
-    return [tray for report in reports for tray in trays_to_explain(report, model, list(play_hosts))]
+    return [tray for report in reports if not report.get("per_job")
+            for tray in trays_to_explain(report, model, list(play_hosts))]

@@ -57,7 +57,8 @@ def _as_text(value):
 DEFAULTS = _load("roles", "imex", "defaults", "main.yml")
 OPTIONS_AS_TEXT = {name: _as_text(DEFAULTS[name])
                    for name in _load("roles", "imex", "vars", "main.yml")["__imex_options"]}
-OPTIONS_AS_TEXT.update(imex_channel0="True", imex_require_declared_size="no", imex_settings='{"LOG_LEVEL": "2"}')
+OPTIONS_AS_TEXT.update(imex_channel0="True", imex_require_declared_size="no", imex_settings='{"LOG_LEVEL": "2"}',
+                       imex_nodes_config_path="/etc/nvidia-imex/nodes_config.cfg")
 
 
 def hostvars_of(by_tray=None, domain_var=True, tree=False):

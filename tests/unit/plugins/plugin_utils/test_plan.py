@@ -50,7 +50,9 @@ GATHERED = _load("roles", "imex", "vars", "main.yml")["__imex_options"]
 DEFAULTS = _load("roles", "imex", "defaults", "main.yml")
 # The defaults that are templates, as the role evaluates them on one tray (outside AWX).
 TEMPLATED = {"imex_require_declared_size": lambda options: False,
-             "imex_channel0": lambda options: options["imex_mode"] in ("static", "dra_host_managed")}
+             "imex_channel0": lambda options: options["imex_mode"] in ("static", "dra_host_managed"),
+             "imex_nodes_config_path": lambda options: "/run/nvidia-imex/nodes_config.cfg"
+             if options["imex_mode"] == "slurm_per_job" else NODES_PATH}
 
 
 def _templated(value):
