@@ -48,9 +48,9 @@ def slurm_rootfs():
     if builds:
         found = subprocess.run([SIMRACK, "rootfs", "--slurm"], capture_output=True, text=True, timeout=3600)
         path = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
-        if found.returncode == 0 and os.path.isfile(os.path.join(path, "usr", "sbin", "slurmctld")):
+        if found.returncode == 0 and os.path.lexists(os.path.join(path, "usr", "sbin", "slurmctld")):
             return path
-    if os.path.isfile(os.path.join(TRIAL_ROOTFS, "usr", "sbin", "slurmctld")):
+    if os.path.lexists(os.path.join(TRIAL_ROOTFS, "usr", "sbin", "slurmctld")):
         return TRIAL_ROOTFS
     return None
 
