@@ -460,3 +460,30 @@ def test_channels_are_predicted_with_the_channel_module_s_own_code(run):
     assert result['channels']['0'] == {'changed': os.path.exists('/etc/modprobe.d/nvidia-imex.conf')}
     assert 'nvidia-caps-imex-channels' in result['channels']['5']['error']
     assert calls == [[TIMEOUT, '-k', '5', '120', SMI, '-q']]  # no command beyond the one read
+
+
+def test_service_enablement_comes_from_systemctl_is_enabled(run):
+    def answer(cmd):
+        if 'is-enabled' in cmd:
+            return {'nvidia-imex': (1, 'masked\n', ''), 'other': (0, 'enabled\n', ''),
+                    'wedged': (124, '', '')}[cmd[-1]]
+        if 'is-active' in cmd:
+            return 3, 'inactive\n', ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, calls = run({'services': ['nvidia-imex', 'other', 'wedged'], 'service_enabled': True}, answer,
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
+    assert ok
+    assert result['services_enabled'] == {'nvidia-imex': 'masked', 'other': 'enabled', 'wedged': None}
+    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-enabled', '--', 'nvidia-imex'] in calls
+    ok, result, _calls = run({'services': ['nvidia-imex']}, answer,
+                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
+    assert 'services_enabled' not in result and 'channel_major' not in result
+
+
+def test_the_channel_device_major_is_read_from_proc_devices(tmp_path):
+    devices = tmp_path / 'devices'
+    devices.write_text('Character devices:\n  1 mem\n234 nvidia-caps-imex-channels\n\nBlock devices:\n  8 sd\n')
+    assert imex_tray_info.channel_major(str(devices)) == 234
+    devices.write_text('Character devices:\n  1 mem\n\nBlock devices:\n234 nvidia-caps-imex-channels\n')
+    assert imex_tray_info.channel_major(str(devices)) is None
+    assert imex_tray_info.channel_major(str(tmp_path / 'absent')) is None
