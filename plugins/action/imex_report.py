@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import stat
 import types
 
 from ansible.plugins.action import ActionBase
@@ -36,8 +37,15 @@ ARGUMENT_SPEC = {
 }
 # The collection's root: plugins/action/ is two levels below it.
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DIR_MODE = 0o755
-FILE_MODE = 0o644
+# Reports name the trays, their addresses and what is broken: for the operator who runs the play
+# (and a group of theirs), not for every account of the controller. A report directory is never left
+# wider than DIR_MODE.
+DIR_MODE = 0o750
+FILE_MODE = 0o640
+# node_exporter runs as a user of its own (node_exporter, prometheus) and reads the textfile
+# directory; gauges hold nothing the metrics endpoint does not publish anyway.
+TEXTFILE_DIR_MODE = 0o755
+TEXTFILE_MODE = 0o644
 # ensure_directory asks its caller whether to only predict. Reports are output, not a change to
 # the rack, so they are written in check mode too.
 _ALWAYS_WRITE = types.SimpleNamespace(check_mode=False)
@@ -80,7 +88,8 @@ def write_reports(directory, reports, paths):
     Raises FileOpError naming the file at fault; the files written before it stay written (and
     listed in ``paths``), the file at fault keeps its old content.
     """
-    ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None)
+    if not ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None):
+        narrow_directory(directory, DIR_MODE)
     for report in reports:
         path = os.path.join(directory, report["domain"] + ".json")
         try:
@@ -89,6 +98,20 @@ def write_reports(directory, reports, paths):
             raise FileOpError("cannot write %s: the report is not JSON data: %s" % (path, exc)) from exc
         replace_local(path, content, FILE_MODE)
         paths.append(path)
+
+
+def narrow_directory(directory, widest):
+    """Take from an existing directory of ours the permission bits beyond ``widest`` (a 0755 report
+    directory of an earlier version becomes 0750, a 0700 one stays). Another user's directory is left
+    alone: only its owner could change it."""
+    # The set-group-id bit is kept: it gives new reports the directory's group, a group of readers.
+    allowed = widest | stat.S_ISGID
+    try:
+        st = os.stat(directory)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & ~allowed:
+            os.chmod(directory, stat.S_IMODE(st.st_mode) & allowed)
+    except OSError as exc:
+        raise FileOpError("cannot narrow the mode of %s to %04o: %s" % (directory, widest, exc.strerror or exc)) from exc
 
 
 def _read_text(path):
@@ -102,10 +125,10 @@ def _read_text(path):
 def write_textfiles(directory, reports, now_epoch, paths):
     """One node_exporter textfile per domain (``rackscale_imex_<domain>.prom``), so a run over some
     domains leaves the others' gauges as they were; each carries its domain's last success on."""
-    ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None)
+    ensure_directory(_ALWAYS_WRITE, directory, mode=TEXTFILE_DIR_MODE, uid=None, gid=None)
     for report in reports:
         path = os.path.join(directory, TEXTFILE_PREFIX + report["domain"] + ".prom")
-        replace_local(path, render_textfile(report, now_epoch, _read_text(path)), FILE_MODE)
+        replace_local(path, render_textfile(report, now_epoch, _read_text(path)), TEXTFILE_MODE)
         paths.append(path)
 
 

@@ -22,9 +22,13 @@ description:
     gauges for the node_exporter textfile collector; see O(textfile_dir).
   - Runs entirely in the controller process as an action plugin; no module is executed, locally or
     on a tray, and the target host is never contacted.
-  - Each file is replaced atomically (a temporary file in O(dir), flushed to disk, given mode
-    C(0644), then renamed over the report), so a reader sees the old report or the complete new
-    one; a failed write leaves the old report intact and no temporary file behind.
+  - Each file is replaced atomically (a temporary file in O(dir), flushed to disk, given its mode,
+    then renamed over the report), so a reader sees the old report or the complete new one; a failed
+    write leaves the old report intact and no temporary file behind.
+  - Reports and the summary are C(0640) in a directory of at most C(0750), whatever the umask: they
+    name the trays, their addresses and what is broken, for the operator who runs the play and a
+    group of theirs. The node_exporter textfiles stay C(0644) in a C(0755) directory (when created
+    here), since node_exporter reads them as a user of its own.
   - Every domain name is checked before the first write; a name that cannot be a file name in
     O(dir) fails the task naming it, and nothing is written.
   - Reports are output of the run, not a change to the rack, so the task always returns
@@ -35,8 +39,9 @@ options:
     description:
       - Controller directory of the reports. A relative path is relative to the controller's
         working directory (where C(ansible-playbook) or the AWX job runs).
-      - Created with mode C(0755), parents included, when missing; an existing directory is left as
-        it is.
+      - Created with mode C(0750), parents included, when missing. An existing directory of the
+        controller user loses any permission beyond C(0750) (a C(0755) one becomes C(0750), a C(0700)
+        one stays so); another user's is left as it is.
     type: path
     required: true
   reports:

@@ -82,28 +82,45 @@ def test_writes_one_file_per_domain_as_to_nice_json_printed_it(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["rack1.json", "rack2.json"]  # no temporary file left
 
 
-def test_creates_missing_directories_0755_and_files_0644_despite_the_umask(tmp_path):
+@pytest.mark.parametrize("umask", [0o077, 0o022, 0o000])
+def test_creates_missing_directories_0750_and_files_0640_whatever_the_umask(tmp_path, umask):
     target = tmp_path / "a" / "b"
-    old_umask = os.umask(0o077)
+    old_umask = os.umask(umask)
     try:
-        result = run_action({"dir": str(target), "reports": [report("rack1")]})
+        result = run_action({"dir": str(target), "reports": [report("rack1")], "summary": [report("rack1")],
+                             "textfile_dir": str(tmp_path / "textfiles")})
     finally:
         os.umask(old_umask)
     assert result["paths"] == [str(target / "rack1.json")]
-    assert mode_of(tmp_path / "a") == 0o755 and mode_of(target) == 0o755
-    assert mode_of(target / "rack1.json") == 0o644
+    assert mode_of(tmp_path / "a") == 0o750 and mode_of(target) == 0o750
+    assert mode_of(target / "rack1.json") == 0o640 and mode_of(target / "summary.md") == 0o640
+    # node_exporter reads the gauges as a user of its own: they stay world-readable.
+    assert mode_of(tmp_path / "textfiles") == 0o755
+    assert mode_of(tmp_path / "textfiles" / "rackscale_imex_rack1.prom") == 0o644
 
 
-def test_existing_directory_and_file_modes_are_handled(tmp_path):
-    (tmp_path / "rack1.json").write_text("old\n")
-    os.chmod(tmp_path / "rack1.json", 0o600)
-    os.chmod(tmp_path, 0o700)
+@pytest.mark.parametrize("before, after", [(0o700, 0o700), (0o755, 0o750), (0o777, 0o750), (0o2770, 0o2750)])
+def test_an_existing_directory_is_never_left_wider_than_0750(tmp_path, before, after):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "rack1.json").write_text("old\n")
+    os.chmod(reports / "rack1.json", 0o666)
+    os.chmod(reports, before)
 
-    run_action({"dir": str(tmp_path), "reports": [report("rack1")]})
+    run_action({"dir": str(reports), "reports": [report("rack1")]})
 
-    assert mode_of(tmp_path) == 0o700  # an existing directory is left as it is
-    assert mode_of(tmp_path / "rack1.json") == 0o644  # the report gets its documented mode
-    assert read_report(tmp_path / "rack1.json") == REPORT
+    assert mode_of(reports) == after
+    assert mode_of(reports / "rack1.json") == 0o640  # the report gets its documented mode
+    assert read_report(reports / "rack1.json") == REPORT
+
+
+def test_another_user_s_report_directory_is_left_as_it_is(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir(mode=0o775)
+    os.chmod(reports, 0o775)
+    os.chown(reports, 65534, 65534)
+    run_action({"dir": str(reports), "reports": [report("rack1")]})
+    assert mode_of(reports) == 0o775 and mode_of(reports / "rack1.json") == 0o640
 
 
 def test_rewriting_the_same_reports_gives_the_same_files_but_for_the_stamp_and_no_change(tmp_path):
