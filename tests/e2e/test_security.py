@@ -1,8 +1,8 @@
 """Security settings end to end on a small simulated bed (one rack of three trays).
 
 Tests in order, each leaving the bed converged: mutual TLS from fresh trays (keys 0600 root-owned,
-certificates 0644, the TLS keys in config.cfg, no key material in anything the run printed or
-recorded); one tray given a certificate from another CA is named with its pairs, the other trays'
+certificates 0644, the TLS keys in config.cfg, no key material in anything the run printed, recorded
+or reported, with one tray's key given as PEM text as a vault or an AWX credential gives it); one tray given a certificate from another CA is named with its pairs, the other trays'
 files are untouched, and putting the right certificate back converges with no manual step; the
 command service bound to each tray's own address (config.cfg, the listening socket, validate.yml);
 one run with the bed's own inventory unbinds it again and turns TLS off on the trays; the
@@ -86,14 +86,22 @@ def address_of(rack, tray):
     return hosts_of(load_inventory(rack))[tray]["ansible_host"]
 
 
+# The tray whose certificate and private key are given as PEM text in its host vars (as a vaulted
+# variable or an AWX credential injected as an extra var gives them); the others' are controller paths.
+PEM_TRAY = TRAYS[0]
+
+
 def tls_inventory(rack, path, ca, certs):
     """A copy of the bed inventory with imex_tls on: the CA as a group var holding its PEM text (as an
-    AWX credential or a vault gives it), certificate and key per tray as controller paths."""
+    AWX credential or a vault gives it), certificate and key per tray as controller paths, but for
+    PEM_TRAY, whose certificate and key are PEM text too."""
     inventory = copy.deepcopy(load_inventory(rack))
     group = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]
     group["vars"] = {"imex_tls": True, "imex_tls_ca": Path(ca[1]).read_text()}
     for tray, (key, cert) in certs.items():
         group["hosts"][tray].update(imex_tls_cert=str(cert), imex_tls_key=str(key))
+        if tray == PEM_TRAY:
+            group["hosts"][tray].update(imex_tls_cert=Path(cert).read_text(), imex_tls_key=Path(key).read_text())
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))
     return str(path)
 
@@ -193,8 +201,16 @@ def test_tls_converges_up_with_protected_keys(tls_run, simulated_rack, pki, repo
         assert "Authentication and Encryption enabled = 1" in log, log[-2000:]
 
 
-def test_no_key_material_in_the_run_output(tls_run, pki):
+def test_no_key_material_in_the_run_output(tls_run, pki, reports):
+    # The run really had a private key as PEM text to keep quiet (PEM_TRAY's host var).
+    with open(pki["good"]) as handle:
+        given = hosts_of(yaml.safe_load(handle))[PEM_TRAY]["imex_tls_key"]
+    assert given.startswith("-----BEGIN PRIVATE KEY-----")
     recorded = everything_recorded(tls_run)
+    for root, _, files in os.walk(reports):
+        for name in files:
+            with open(os.path.join(root, name), errors="replace") as handle:
+                recorded += "\n" + handle.read()
     # Booleans first: a failing assertion must not print the output it found the key in.
     leaked = "PRIVATE KEY" in recorded
     assert not leaked, "a PEM private key header appears in the run's output or artifacts"
