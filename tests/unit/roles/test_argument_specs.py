@@ -24,7 +24,7 @@ def load(role, *parts):
 
 
 def test_the_roles_are_found():
-    assert ROLES == ["imex", "imex_channels"]
+    assert ROLES == ["imex", "imex_channels", "imex_slurm"]
 
 
 @pytest.mark.parametrize("role", ROLES)
