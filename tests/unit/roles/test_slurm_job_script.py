@@ -24,7 +24,12 @@ def _load_script():
     loader = importlib.machinery.SourceFileLoader("rackscale_imex_slurm_job", SCRIPT)
     spec = importlib.util.spec_from_loader(loader.name, loader)
     module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    # No __pycache__ next to the program: the role ships that directory as it is.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return module
 
 

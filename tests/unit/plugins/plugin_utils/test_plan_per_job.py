@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import sys
 
 import pytest
 
@@ -45,7 +46,12 @@ RACK = {"rackA": ["a1", "a2", "a3"]}
 def _script_module():
     loader = importlib.machinery.SourceFileLoader("rackscale_imex_slurm_job_for_plan", SCRIPT_PATH)
     module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
+    # No __pycache__ next to the program: the role ships that directory as it is.
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return module
 
 
