@@ -244,7 +244,7 @@ def slurm_node_names(trays, tray_options, reads, fallback=None):
     for tray in trays:
         own = (tray_options.get(tray) or {}).get("imex_slurm_node_name") or ""
         read = ((reads.get(tray) or {}).get("slurm") or {}).get("node") or ""
-        names[tray] = own or read or (fallback or {}).get(tray) or str(tray).split(".")[0]
+        names[tray] = own or read or (fallback or {}).get(tray) or str(tray).split(".", maxsplit=1)[0]
     return names
 
 
@@ -612,6 +612,16 @@ def _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256
     entry["per_job_problems"] = problems
 
 
+# The bound of a long tray command of the run (the initramfs rebuild: minutes with several kernels).
+LONG_COMMAND_TIMEOUT_S = 900
+
+
+def command_timeout(stale_after_s):
+    """Seconds a long tray command may run: LONG_COMMAND_TIMEOUT_S, or half the staleness of the
+    run's locks when that is shorter, so that one hung command cannot outlive the locks it runs under."""
+    return max(1, min(LONG_COMMAND_TIMEOUT_S, int(stale_after_s) // 2))
+
+
 def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fabric=False, converge=True,
                script_sha256=None, slurm_names=None):
     """The plan after each tray was read once; PlanError with the fabric and version gate's problems.
@@ -662,6 +672,7 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                 stopped=((read.get("services") or {}).get(service) in ("inactive", "failed")),
                 # A reboot for the channel option cuts what runs on the tray as a restart does.
                 reboot_allowed=bool(options["imex_reboot_allowed"]) and not busy,
+                command_timeout_s=command_timeout(options["imex_lock_stale_after_s"]),
                 predicted=domain["predicted"],
             )
             entry.update(write_map=False, write_prolog=False, write_epilog=False, scripts_to_install=[], release=False)

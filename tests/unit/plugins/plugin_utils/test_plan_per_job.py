@@ -94,9 +94,9 @@ def installed_map(plan, tray):
                                options)
 
 
-def per_job_plan(domains=RACK, every=None, reads=None, converge=True, check_mode=False, play_hosts=None,
+def per_job_plan(domains=None, every=None, reads=None, converge=True, check_mode=False, play_hosts=None,
                  by_tray=None, slurm_names=None, model=None):
-    model = model or model_of(domains)
+    model = model or model_of(domains or RACK)
     options = options_of(model, dict(PER_JOB, **(every or {})), **(by_tray or {}))
     if play_hosts is not None:
         options = {tray: options[tray] for tray in play_hosts}
@@ -151,9 +151,9 @@ def test_a_fresh_tray_gets_the_map_the_program_and_config_and_its_service_releas
     _model, _before, plan = per_job_plan(reads={tray: {"installed": False, "active": True, "enabled": "enabled"}
                                                 for tray in RACK["rackA"]})
     entry = plan["trays"]["a2"]
-    assert (entry["write_map"], entry["scripts_to_install"], entry["write_config"], entry["release"],
-            entry["write_nodes"], entry["predicted"], entry["write"]) == (True, ["prolog", "epilog"], True, True,
-                                                                           False, False, True)
+    decided = (entry["write_map"], entry["scripts_to_install"], entry["write_config"], entry["release"],
+               entry["write_nodes"], entry["predicted"], entry["write"])
+    assert decided == (True, ["prolog", "epilog"], True, True, False, False, True)
     found = json.loads(entry["slurm_map"])
     assert found["nodes"] == [{"name": "a1", "address": "198.18.1.11"}, {"name": "a2", "address": "198.18.1.12"},
                               {"name": "a3", "address": "198.18.1.13"}]
@@ -217,10 +217,10 @@ def test_work_on_one_tray_holds_back_the_whole_domains_writes_and_says_so():
     assert all(plan["trays"][tray]["predicted"] for tray in RACK["rackA"])
     (report,) = _plan.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
     assert report["ok"] is False and report["verdict"] == "unhealthy"
+    held = "the per-job map %s, the prolog %s, the epilog %s, config.cfg %s" % (MAP, PROLOG, EPILOG, CONFIG_PATH)
     assert report["problems"][0] == (
-        "tray a1: not written, as work runs on the domain (a3: Slurm node a3 state MIXED): the per-job map %s, "
-        "the prolog %s, the epilog %s, config.cfg %s; run site.yml again once it has ended" % (MAP, PROLOG, EPILOG,
-                                                                                             CONFIG_PATH))
+        "tray a1: not written, as work runs on the domain (a3: Slurm node a3 state MIXED): %s; run site.yml again "
+        "once it has ended" % held)
 
 
 def test_a_running_job_daemon_is_never_stopped_by_a_run():
