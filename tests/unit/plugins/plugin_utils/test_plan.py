@@ -765,6 +765,14 @@ def test_writes_on_a_busy_domain_are_predictions_and_no_reboot_cuts_its_work():
     assert plan["domains"]["rackB"]["predicted"] is False
 
 
+def test_a_long_tray_command_is_bounded_below_the_staleness_of_the_locks():
+    _model, _options, plan = planned(every={"imex_lock_stale_after_s": 1200})
+    assert {entry["command_timeout_s"] for entry in plan["trays"].values()} == {600}
+    _model, _options, plan = planned()
+    assert {entry["command_timeout_s"] for entry in plan["trays"].values()} == {_plan.LONG_COMMAND_TIMEOUT_S}
+    assert _plan.command_timeout("3600") == 900 and _plan.command_timeout(1) == 1
+
+
 def test_the_channels_to_ensure_come_from_the_read():
     channels = [{"channel": 5, "owner": "alice", "mode": "0660"}]
     _model, _options, plan = planned(
