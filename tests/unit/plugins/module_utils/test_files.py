@@ -343,3 +343,42 @@ def test_failed_backup_leaves_no_partial_copy_and_keeps_the_old_file(make_module
         replace_file(module, str(target), b"new\n", backup=True)
     assert sorted(os.listdir(tmp_path)) == ["config.cfg"]
     assert target.read_bytes() == b"old\n"
+
+
+# --- file common arguments ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("current, mode, expected", [
+    (0o100666, "0644", 0o644), (0o100666, 0o600, 0o600), (0o100666, None, 0o666),
+    (0o100666, "go-w", 0o644), (0o100600, "u=rw,g=r,o=r", 0o644), (0o100755, "a-x", 0o644),
+])
+def test_mode_after_takes_octal_and_symbolic_modes(current, mode, expected):
+    assert _files.mode_after(current, mode) == expected
+
+
+@pytest.mark.parametrize("mode", ["rw-r--r--", "0999", "", "u=q", True])
+def test_mode_after_names_a_mode_that_is_neither(mode):
+    with pytest.raises(FileOpError) as err:
+        _files.mode_after(0o100644, mode)
+    assert repr(mode) in str(err.value)
+
+
+def test_the_backup_of_a_loose_file_gets_the_new_file_s_owner_and_mode(make_module, tmp_path):
+    target = tmp_path / "config.cfg"
+    _write(target, b"old\n", mode=0o666)
+    os.chown(target, 65534, 65534)
+    result = replace_file(make_module(), str(target), "new\n", owner="root", group="root", mode="0644", backup=True)
+    for path in (str(target), result["backup_file"]):
+        st = os.stat(path)
+        assert (st.st_uid, st.st_gid, _mode(path)) == (0, 0, 0o644), path
+    with open(result["backup_file"], "rb") as handle:
+        assert handle.read() == b"old\n"
+
+
+def test_file_args_of_the_module_are_applied_and_explicit_ones_fill_the_gaps(make_module, tmp_path):
+    target = tmp_path / "f"
+    file_args = {"owner": None, "group": "1234", "mode": "u=rw,g=r,o=", "seuser": None, "serole": None,
+                 "setype": None, "selevel": None, "secontext": [None, None, None], "attributes": None,
+                 "path": "/ignored"}
+    replace_file(make_module(), str(target), "x\n", owner="root", mode="0600", file_args=file_args)
+    st = os.stat(target)
+    assert (st.st_uid, st.st_gid, _mode(target)) == (0, 1234, 0o640)
