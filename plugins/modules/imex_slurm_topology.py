@@ -200,8 +200,8 @@ class Scontrol:
         if hung:
             self.module.fail_json(msg='scontrol %s did not answer within %d s' % (' '.join(args), self.seconds))
         if rc != 0:
-            self.module.fail_json(msg='scontrol %s failed (rc %d): %s' % (' '.join(args), rc,
-                                                                         (err or out).strip()[:500]), rc=rc)
+            said = (err or out).strip()[:500]
+            self.module.fail_json(msg='scontrol %s failed (rc %d): %s' % (' '.join(args), rc, said), rc=rc)
         return out
 
 

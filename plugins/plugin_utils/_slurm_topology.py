@@ -58,7 +58,7 @@ def _version_text(version):
 
 def short_name(host):
     """The default Slurm node name of a tray: its inventory name up to the first dot."""
-    return str(host).split(".")[0]
+    return str(host).split(".", maxsplit=1)[0]
 
 
 def is_yaml(path):
@@ -194,7 +194,7 @@ def static_problems(blocks, sizes, path, topology_name=""):
     for node, held in holders.items():
         if len(held) < 2:
             continue
-        groups = sorted({group for _, group in held})
+        groups = sorted({holder[1] for holder in held})
         where = ", ".join("%s (group %s)" % found for found in held)
         if len(groups) > 1:
             problems.append("Slurm node %s would be in %d blocks (%s): trays %s; slurmctld accepts a node in two "

@@ -46,7 +46,8 @@ def slurm_rootfs():
     except OSError:
         builds = False
     if builds:
-        found = subprocess.run([SIMRACK, "rootfs", "--slurm"], capture_output=True, text=True, timeout=3600)
+        found = subprocess.run([SIMRACK, "rootfs", "--slurm"], capture_output=True, text=True, timeout=3600,
+                               check=False)
         path = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
         if found.returncode == 0 and os.path.lexists(os.path.join(path, "usr", "sbin", "slurmctld")):
             return path
@@ -208,8 +209,8 @@ exec chroot "$root" /usr/sbin/slurmctld -D -i -f /etc/slurm/slurm.conf
             if found.returncode == 0 and "UP" in found.stdout:
                 return
             time.sleep(0.3)
-        raise SlurmctldError("slurmctld did not answer within %ss:\n%s" % (timeout or self.START_TIMEOUT_S,
-                                                                          self.log()[-4000:]))
+        waited = timeout or self.START_TIMEOUT_S
+        raise SlurmctldError("slurmctld did not answer within %ss:\n%s" % (waited, self.log()[-4000:]))
 
     def wait_stopped(self, timeout=None):
         """The daemon's exit code once it stopped by itself (a fatal error), or None while it runs."""
@@ -229,7 +230,7 @@ exec chroot "$root" /usr/sbin/slurmctld -D -i -f /etc/slurm/slurm.conf
                 self.process.wait(timeout=15)
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
-        subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "delete", self.netns], capture_output=True, timeout=30, check=False)
         if self.work:
             shutil.rmtree(self.work, ignore_errors=True)
             self.work = None
@@ -242,6 +243,21 @@ exec chroot "$root" /usr/sbin/slurmctld -D -i -f /etc/slurm/slurm.conf
                    "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"]
         command += ["%s=%s" % item for item in sorted((env or {}).items())]
         return subprocess.run(command + list(argv), capture_output=True, text=True, timeout=timeout, check=check)
+
+    def python(self):
+        """Path of an interpreter for ansible_python_interpreter that runs the root file system's
+        python3 inside the daemon's namespaces and root: with pipelining (the module on stdin), a
+        module run on such a host works on the daemon's /etc/slurm and asks its slurmctld."""
+        path = os.path.join(self.work, "python-in-slurmctld")
+        with open(path, "w") as handle:
+            handle.write("#!/bin/sh\nexec nsenter --target %d --mount --uts --net --root --wd=/ "
+                         "env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C /usr/bin/python3 \"$@\"\n" % self.pid)
+        os.chmod(path, 0o755)
+        return path
+
+    def read_etc(self, name):
+        with open(os.path.join(self.etc, name)) as handle:
+            return handle.read()
 
     def scontrol(self, *argv, check=True, timeout=60):
         return self.inside("scontrol", *argv, check=check, timeout=timeout)

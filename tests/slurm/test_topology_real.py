@@ -34,7 +34,7 @@ def planned(entry):
     sizes, problem = topology.convert_block_sizes(entry["block_sizes"])
     assert problem is None
     blocks = topology.domain_blocks(model, hostvars)
-    return blocks, sizes, hostvars
+    return blocks, sizes
 
 
 def conf_for(entry, nodes):
@@ -52,7 +52,8 @@ def read_slurm(daemon):
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_slurmctld_runs_exactly_the_inventory_s_blocks(slurmctld, name):
     entry = ACCEPTED[name]
-    blocks, sizes, hostvars = planned(entry)
+    blocks, sizes = planned(entry)
+    hostvars = model_of(entry)[1]
     assert topology.static_problems(blocks, sizes, entry["path"]) == []
     sizes = topology.block_sizes_for(blocks, sizes)
     nodes = slurm_nodes(entry)
@@ -67,14 +68,14 @@ def test_slurmctld_runs_exactly_the_inventory_s_blocks(slurmctld, name):
     # The higher levels Slurm formed: neighbouring blocks in file order, at the sizes written.
     for record in records:
         if record["aggregated"]:
-            joined = [group for group, _ in entry["blocks"]][:len(record["members"])]
+            joined = [block[0] for block in entry["blocks"]][:len(record["members"])]
             assert record["size"] in sizes[1:] and record["members"][:1] == joined[:1]
     assert "warning" not in "\n".join(line for line in daemon.log().splitlines() if "block" in line.lower())
 
 
 def test_reconfigure_makes_slurmctld_read_a_changed_file(slurmctld):
     entry = ACCEPTED["three racks, default sizes up to the node count"]
-    blocks, sizes, _ = planned(entry)
+    blocks, sizes = planned(entry)
     sizes = topology.block_sizes_for(blocks, sizes)
     daemon = slurmctld(slurm_nodes(entry), topology.render(list(reversed(blocks)), sizes, entry["path"]))
     before = parse_show_topology(daemon.scontrol("show", "topology").stdout)
@@ -105,7 +106,7 @@ def test_an_unknown_node_is_only_a_warning_and_stays_in_show_topology(slurmctld)
     """Why the node names are checked against Slurm's before the write: show topology would not tell,
     and the node is silently missing from the block (which, below the base size, is fatal)."""
     entry = SLURM_REFUSED["a node Slurm does not know"]
-    blocks, _, _ = planned(entry)
+    blocks = planned(entry)[0]
     with pytest.raises(SlurmctldError) as stopped:
         slurmctld(["rack1-tray01"], topology.render(blocks, [2], entry["path"]))
     assert "fatal: Block configuration (rack1) children count lower than bblock_node_cnt" in str(stopped.value)
@@ -136,7 +137,7 @@ def test_slurmctld_dies_on_what_is_refused(slurmctld, name, fatal):
     entry = STATIC_REFUSED.get(name) or SLURM_REFUSED[name]
     model, hostvars = model_of(entry)
     blocks = topology.domain_blocks(model, hostvars)
-    sizes, _ = topology.convert_block_sizes(entry["block_sizes"])
+    sizes = topology.convert_block_sizes(entry["block_sizes"])[0]
     with pytest.raises(SlurmctldError) as stopped:
         slurmctld(slurm_nodes(entry), topology.render(blocks, sizes, entry["path"]))
     assert fatal in str(stopped.value)

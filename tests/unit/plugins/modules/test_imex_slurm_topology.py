@@ -32,6 +32,12 @@ class FakeSlurm:
         self.topology_failures = topology_failures
         self.environ = {}
 
+    def bound_run_command(self):
+        """AnsibleModule.run_command answered by this fake (the module passed as the first argument)."""
+        def run_command(module, argv, **kwargs):
+            return self.run_command(module, argv, **kwargs)
+        return run_command
+
     def run_command(self, module, argv, **kwargs):
         assert argv[:4] == [TIMEOUT, "-k", "5", "30"] and argv[4] == SCONTROL
         self.environ = dict(module.run_command_environ_update, **kwargs.get("environ_update", {}))
@@ -63,7 +69,7 @@ def run(run_module, monkeypatch):
         slurm = slurm or FakeSlurm()
         bins = {"timeout": TIMEOUT, "scontrol": SCONTROL}
         with mock.patch.multiple(basic.AnsibleModule, get_bin_path=lambda self, name, *args, **kw: bins.get(name),
-                                 run_command=lambda self, argv, **kw: slurm.run_command(self, argv, **kw)):
+                                 run_command=slurm.bound_run_command()):
             return run_module(imex_slurm_topology, args, check=check), slurm
     return _run
 
@@ -121,13 +127,13 @@ def test_slurmctld_away_for_a_moment_after_reconfigure_is_waited_for(run, tmp_pa
 
 
 def test_a_failed_reconfigure_fails_saying_the_file_was_written(run, tmp_path):
-    result, _ = run({"path": str(tmp_path / "topology.conf"), "content": CONTENT}, FakeSlurm(reconfigure_rc=1))
+    result = run({"path": str(tmp_path / "topology.conf"), "content": CONTENT}, FakeSlurm(reconfigure_rc=1))[0]
     assert result["_exit_code"] == 1 and result["changed"]
     assert result["msg"].startswith("%s was written, but scontrol reconfigure failed (rc 1): " % (tmp_path / "topology.conf"))
 
 
 def test_a_missing_directory_is_not_created(run, tmp_path):
-    result, _ = run({"path": str(tmp_path / "none" / "topology.conf"), "content": CONTENT})
+    result = run({"path": str(tmp_path / "none" / "topology.conf"), "content": CONTENT})[0]
     assert result["_exit_code"] == 1 and "does not exist" in result["msg"]
 
 
@@ -136,4 +142,3 @@ def test_without_scontrol_it_fails_saying_where_it_looked(run_module, tmp_path):
     with mock.patch.multiple(basic.AnsibleModule, get_bin_path=lambda self, name, *args, **kw: bins.get(name)):
         result = run_module(imex_slurm_topology, {"path": str(tmp_path / "topology.conf")})
     assert result["_exit_code"] == 1 and result["msg"].startswith("scontrol not found on PATH")
-

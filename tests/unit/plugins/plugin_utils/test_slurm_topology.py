@@ -42,6 +42,13 @@ def plan(entry):
     return blocks, (topology.block_sizes_for(blocks, sizes) if not problems else None), problems
 
 
+def planned(entry):
+    """(blocks, sizes) of an inventory the static checks accept."""
+    blocks, sizes, problems = plan(entry)
+    assert problems == []
+    return blocks, sizes
+
+
 def config_for(entry):
     if "topology_plugin" in entry:
         return CONFIG_DEFAULT
@@ -52,7 +59,7 @@ def refusal_of(entry):
     blocks, sizes, problems = plan(entry)
     if problems:
         return problems
-    model, hostvars = model_of(entry)
+    hostvars = model_of(entry)[1]
     known = [name for name in slurm_nodes(entry) if name != "ghost"]
     return topology.slurm_problems(blocks, sizes, entry["path"], VERSION_24_11, config_for(entry), known,
                                    topology.per_job_trays(hostvars))
@@ -89,20 +96,20 @@ def test_refused_once_the_controller_s_slurm_is_read(name):
 
 def test_a_block_smaller_than_the_base_is_accepted_from_25_05():
     entry = SLURM_REFUSED["a block smaller than the base size on Slurm 24.11"]
-    blocks, sizes, _ = plan(entry)
+    blocks, sizes = planned(entry)
     assert topology.slurm_problems(blocks, sizes, entry["path"], (25, 5, 0), CONFIG_BLOCK, None, []) == []
     assert topology.slurm_problems(blocks, sizes, entry["path"], (24, 11, 5), CONFIG_BLOCK, None, []) != []
 
 
 def test_topology_yaml_from_25_05_needs_no_topology_plugin_line():
     entry = SLURM_REFUSED["topology.yaml on Slurm 24.11"]
-    blocks, sizes, _ = plan(entry)
+    blocks, sizes = planned(entry)
     assert topology.slurm_problems(blocks, sizes, entry["path"], (25, 5, 1), CONFIG_DEFAULT, None, []) == []
 
 
 def test_prolog_flags_of_another_kind_are_kept_in_the_line_to_write():
     config = dict(CONFIG_BLOCK, PrologFlags="Serial")
-    blocks, sizes, _ = plan(ACCEPTED["one rack, BlockSizes defaults to the rack"])
+    blocks, sizes = planned(ACCEPTED["one rack, BlockSizes defaults to the rack"])
     problems = topology.slurm_problems(blocks, sizes, "/etc/slurm/topology.conf", VERSION_24_11, config, None,
                                        ["rack1-tray01"])
     assert len(problems) == 1
@@ -132,7 +139,7 @@ def test_default_block_sizes_double_up_to_the_node_count_and_15_levels(base, tot
 
 
 def test_conf_lists_blocks_in_order_then_block_sizes():
-    blocks, sizes, _ = plan(ACCEPTED["natural order of domains and trays"])
+    blocks, sizes = planned(ACCEPTED["natural order of domains and trays"])
     text = topology.render(blocks, sizes, "/etc/slurm/topology.conf")
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert lines == ["BlockName=rack1 Nodes=rack1-tray1,rack1-tray3", "BlockName=rack2 Nodes=rack2-tray2,rack2-tray10",
@@ -140,7 +147,7 @@ def test_conf_lists_blocks_in_order_then_block_sizes():
 
 
 def test_yaml_is_one_cluster_default_block_topology():
-    blocks, sizes, _ = plan(ACCEPTED["Slurm node names of their own and FQDN inventory names"])
+    blocks, sizes = planned(ACCEPTED["Slurm node names of their own and FQDN inventory names"])
     parsed = yaml.safe_load(topology.render(blocks, sizes, "/etc/slurm/topology.yaml", "nvl"))
     assert parsed == [{"topology": "nvl", "cluster_default": True, "block": {
         "block_sizes": [2, 4], "blocks": [{"block": "rack1", "nodes": "gpu-a01,gpu-a02"},
@@ -148,7 +155,7 @@ def test_yaml_is_one_cluster_default_block_topology():
 
 
 def test_a_yaml_topology_name_slurm_cannot_take_is_refused():
-    blocks, _, _ = plan(ACCEPTED["one rack, BlockSizes defaults to the rack"])
+    blocks = planned(ACCEPTED["one rack, BlockSizes defaults to the rack"])[0]
     assert "imex_slurm_topology_name = 'my topo'" in "\n".join(
         topology.static_problems(blocks, [], "/etc/slurm/topology.yaml", "my topo"))
 
@@ -168,19 +175,19 @@ THREE_RACKS = ACCEPTED["three racks, default sizes up to the node count"]
 
 
 def test_slurm_s_topology_of_the_same_file_matches():
-    blocks, sizes, _ = plan(THREE_RACKS)
+    blocks, sizes = planned(THREE_RACKS)
     assert topology.topology_differences(blocks, sizes, parse_show_topology(
         read_sample("slurm", "show_topology_3x4_sizes_4_8.txt"))) == []
 
 
 def test_two_partitions_of_a_rack_match_what_slurm_printed():
-    blocks, sizes, _ = plan(ACCEPTED["two 9-tray partitions of a rack, per-job IMEX with PrologFlags=Alloc"])
+    blocks, sizes = planned(ACCEPTED["two 9-tray partitions of a rack, per-job IMEX with PrologFlags=Alloc"])
     assert topology.topology_differences(blocks, sizes, parse_show_topology(
         read_sample("slurm", "show_topology_2x9_sizes_9_18.txt"))) == []
 
 
 def test_blocks_in_another_order_are_named():
-    blocks, sizes, _ = plan(THREE_RACKS)
+    blocks, sizes = planned(THREE_RACKS)
     found = topology.topology_differences(blocks, sizes, parse_show_topology(
         read_sample("slurm", "show_topology_after_reconfigure_3_1_2.txt")))
     assert found[0] == ("Slurm orders the blocks rack3, rack1, rack2; the inventory rack1, rack2, rack3 "
@@ -190,7 +197,7 @@ def test_blocks_in_another_order_are_named():
 
 
 def test_missing_extra_and_moved_nodes_and_blocks_are_named():
-    blocks, sizes, _ = plan(THREE_RACKS)
+    blocks, sizes = planned(THREE_RACKS)
     text = read_sample("slurm", "show_topology_3x4_sizes_4_8.txt")
     text = text.replace("BlockName=rack3 BlockIndex=2", "BlockName=rack9 BlockIndex=2")
     text = text.replace("rack1-tray04 BlockSize=4", "rack2-tray01 BlockSize=4", 1)
@@ -202,20 +209,20 @@ def test_missing_extra_and_moved_nodes_and_blocks_are_named():
 
 
 def test_another_base_size_is_named():
-    blocks, _, _ = plan(THREE_RACKS)
+    blocks = planned(THREE_RACKS)[0]
     found = topology.topology_differences(blocks, [8, 16], parse_show_topology(
         read_sample("slurm", "show_topology_3x4_sizes_4_8.txt")))
     assert "Slurm's base block size is 4, the inventory's 8" in found
 
 
 def test_no_block_at_all_is_named():
-    blocks, sizes, _ = plan(THREE_RACKS)
+    blocks, sizes = planned(THREE_RACKS)
     assert topology.topology_differences(blocks, sizes, parse_show_topology(
         read_sample("slurm", "show_topology_flat.txt")))[0].startswith("Slurm reports no block")
 
 
 def test_the_nodes_of_the_real_node_list_are_all_known():
     entry = THREE_RACKS
-    blocks, sizes, _ = plan(entry)
+    blocks, sizes = planned(entry)
     nodes = parse_node_names(read_sample("slurm", "show_nodes_oneliner.txt"))
     assert topology.slurm_problems(blocks, sizes, entry["path"], VERSION_24_11, CONFIG_BLOCK, nodes, []) == []
