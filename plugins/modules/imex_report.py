@@ -25,10 +25,10 @@ description:
   - Each file is replaced atomically (a temporary file in O(dir), flushed to disk, given its mode,
     then renamed over the report), so a reader sees the old report or the complete new one; a failed
     write leaves the old report intact and no temporary file behind.
-  - Reports and the summary are C(0640) in a directory of at most C(0750), whatever the umask: they
-    name the trays, their addresses and what is broken, for the operator who runs the play and a
-    group of theirs. The node_exporter textfiles stay C(0644) in a C(0755) directory (when created
-    here), since node_exporter reads them as a user of its own.
+  - Reports and the summary are C(0640) in a directory of at most C(0750), whatever the umask, since
+    they name the trays, their addresses and what is broken; they are for the operator who runs the
+    play and a group of theirs. The node_exporter textfiles stay C(0644) in a C(0755) directory (when
+    created here), since node_exporter reads them as a user of its own.
   - Every domain name is checked before the first write; a name that cannot be a file name in
     O(dir) fails the task naming it, and nothing is written.
   - Reports are output of the run, not a change to the rack, so the task always returns
