@@ -586,6 +586,7 @@ def _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256
     release = state not in ("inactive", "failed") or enabled != "disabled"
     entry.update(write_map="map" in differs, write_prolog="prolog" in differs, write_epilog="epilog" in differs,
                  scripts_to_install=[what for what in ("prolog", "epilog") if what in differs], release=release)
+    entry["write_slurm_job"] = bool(differs)
     items = [what for what in ("map", "prolog", "epilog") if what in differs]
     if entry["write_config"]:
         items.append("config")
@@ -675,7 +676,8 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                 command_timeout_s=command_timeout(options["imex_lock_stale_after_s"]),
                 predicted=domain["predicted"],
             )
-            entry.update(write_map=False, write_prolog=False, write_epilog=False, scripts_to_install=[], release=False)
+            entry.update(write_map=False, write_prolog=False, write_epilog=False, scripts_to_install=[], write_slurm_job=False,
+                         release=False)
             if per_job:
                 _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256, converge)
             entry["write"] = any(entry[key] for key in ("write_nodes", "write_config", "write_tls", "handover",

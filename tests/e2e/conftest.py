@@ -185,8 +185,8 @@ def write_inventory(tmp_path, data, name="hosts.yml"):
 class SimulatedRack:
     """A running simulated rack: its inventory path and helpers around simrack."""
 
-    def __init__(self, racks, trays, state_dir):
-        self.racks, self.trays, self.state_dir = racks, trays, state_dir
+    def __init__(self, racks, trays, state_dir, slurm=False):
+        self.racks, self.trays, self.state_dir, self.slurm = racks, trays, state_dir, slurm
         self.env = dict(os.environ, SIMRACK_STATE=state_dir)
         self.inventory = None
 
@@ -198,7 +198,8 @@ class SimulatedRack:
         return result
 
     def up(self):
-        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays), timeout=900)
+        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays),
+                           *(["--slurm"] if self.slurm else []), timeout=900)
         self.inventory = out.stdout.strip().splitlines()[-1]
         return self
 
@@ -236,14 +237,15 @@ BED_LOCK = "/var/tmp/simrack-bed.lock"
 
 
 @contextlib.contextmanager
-def simulated_bed(racks, trays):
-    """A simulated bed of `racks` x `trays` for the duration of a `with` block, always torn down.
+def simulated_bed(racks, trays, slurm=False):
+    """A simulated bed of `racks` x `trays` (with real Slurm: `slurm`) for the duration of a `with`
+    block, always torn down.
     One at a time: it waits for any other bed of this machine to come down first (BED_LOCK), so a
     test module that needs two shapes brings up the second only once the first is down."""
     with open(BED_LOCK, "a", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
-        rack = SimulatedRack(racks, trays, state_dir)
+        rack = SimulatedRack(racks, trays, state_dir, slurm=slurm)
         try:
             yield rack.up()
         finally:
@@ -257,4 +259,13 @@ def simulated_rack(request):
     """A rack per test module; size from the module's RACK_SHAPE = (racks, trays)."""
     racks, trays = getattr(request.module, "RACK_SHAPE", (1, 4))
     with simulated_bed(racks, trays) as rack:
+        yield rack
+
+
+@pytest.fixture(scope="module")
+def slurm_bed(request):
+    """A rack with real Slurm (slurmd on every tray, slurmctld on the host slurmctl of the group
+    slurm_controllers); size from the module's RACK_SHAPE, default 2 x 4."""
+    racks, trays = getattr(request.module, "RACK_SHAPE", (2, 4))
+    with simulated_bed(racks, trays, slurm=True) as rack:
         yield rack

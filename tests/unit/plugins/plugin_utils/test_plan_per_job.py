@@ -151,9 +151,9 @@ def test_a_fresh_tray_gets_the_map_the_program_and_config_and_its_service_releas
     _model, _before, plan = per_job_plan(reads={tray: {"installed": False, "active": True, "enabled": "enabled"}
                                                 for tray in RACK["rackA"]})
     entry = plan["trays"]["a2"]
-    decided = (entry["write_map"], entry["scripts_to_install"], entry["write_config"], entry["release"],
-               entry["write_nodes"], entry["predicted"], entry["write"])
-    assert decided == (True, ["prolog", "epilog"], True, True, False, False, True)
+    decided = (entry["write_map"], entry["scripts_to_install"], entry["write_slurm_job"], entry["write_config"],
+               entry["release"], entry["write_nodes"], entry["predicted"], entry["write"])
+    assert decided == (True, ["prolog", "epilog"], True, True, True, False, False, True)
     found = json.loads(entry["slurm_map"])
     assert found["nodes"] == [{"name": "a1", "address": "198.18.1.11"}, {"name": "a2", "address": "198.18.1.12"},
                               {"name": "a3", "address": "198.18.1.13"}]
@@ -169,7 +169,8 @@ def test_a_converged_per_job_tray_is_left_alone():
     _model, _before, plan = per_job_plan()
     for tray in RACK["rackA"]:
         entry = plan["trays"][tray]
-        assert (entry["write"], entry["release"], entry["per_job_problems"]) == (False, False, [])
+        assert (entry["write"], entry["write_slurm_job"], entry["release"], entry["per_job_problems"]) == \
+            (False, False, False, [])
 
 
 def test_a_daemon_older_than_its_files_is_no_pending_restart_per_job():
