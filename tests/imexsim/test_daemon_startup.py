@@ -200,3 +200,30 @@ def test_a_driver_of_another_release_stops_the_start(make_cluster):
     assert "NvGpu Library version does not match GPU Driver version" in cluster.log_path(0).read_text()
     smi = run_tool("smi", ["--query-gpu=driver_version", "--format=csv,noheader"], testbed=cluster.testbed(0))
     assert smi.stdout.splitlines()[0] == "580.105.08"
+
+
+def test_lifetime_record_names_each_start_and_stop(make_cluster):
+    """The daemon's own record (read by the soak): one `start` line per instance that serves, with
+    its PID, and one `stop` line when it is signalled; a start that fails records nothing."""
+    cluster = make_cluster(1)
+    cluster.configure(0, settings={"DAEMONIZE": "1"})
+    config = cluster.config_path(0)
+    events = cluster.node_dir(0) / "events.jsonl"
+    env = dict(tool_env(cluster.testbed(0)), IMEXSIM_EVENTS_FILE=str(events))
+    try:
+        with open(cluster.node_dir(0) / "daemon.out", "wb") as output:
+            starter = subprocess.run([sys.executable, "-m", "imexsim.daemon", "-c", str(config)],
+                                     stdout=output, stderr=output, env=env, timeout=20, check=False)
+        assert starter.returncode == 0
+        pid = wire.query_status(host=cluster.addresses[0], port=cluster.cmd_port)["pid"]
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while processes_using(config) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        records = [json.loads(line) for line in events.read_text().splitlines()]
+        assert [(r["event"], r["pid"]) for r in records] == [("start", pid), ("stop", pid)]
+        assert records[1]["signal"] == "SIGTERM" and records[0]["time"] <= records[1]["time"]
+        assert records[0]["instance"] == records[1]["instance"]
+    finally:
+        for pid in processes_using(config):
+            os.kill(pid, signal.SIGKILL)

@@ -10,6 +10,7 @@ and a peer's clean shutdown is announced on the wire.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -50,6 +51,12 @@ SIGUSR1_MIN_INTERVAL_S = 5.0
 GRACE_CHECK_INTERVAL_S = 0.25
 SHUTDOWN_NOTICE_TIMEOUT_S = 1.0
 LISTEN_BACKLOG = 128
+# Test equipment's own record of the daemon's lifetime (not a vendor file): one JSON line per
+# instance that started serving and per stop it was asked for, so that a test can tell when each
+# daemon of a domain ran. In a tray (the knobs at their default place) it is EVENTS_PATH;
+# host-side self-tests write it only where IMEXSIM_EVENTS_FILE points.
+EVENTS_ENV = "IMEXSIM_EVENTS_FILE"
+EVENTS_PATH = "/var/lib/imexsim/daemon-events.jsonl"
 
 USAGE = "Usage: nvidia-imex [-c <config file path>] [-p|--port <port>] [--version]\n"
 
@@ -311,6 +318,7 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         if self.stop_requested.is_set():
             return
         self.log.info(f"Received signal {signal.Signals(signum).name}, shutting down.")
+        record_event("stop", instance=self.instance, signal=signal.Signals(signum).name)
         self.state = "SHUTTING_DOWN"
         self.stop_requested.set()
 
@@ -538,6 +546,29 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             link.wake.set()
 
 
+def events_path() -> str | None:
+    if os.environ.get(EVENTS_ENV):
+        return os.environ[EVENTS_ENV]
+    return EVENTS_PATH if testbed.testbed_dir() == testbed.DEFAULT_TESTBED_DIR else None
+
+
+def record_event(event: str, **fields) -> None:
+    """Append one line to the lifetime record; a record that cannot be written never stops the daemon."""
+    path = events_path()
+    if path is None:
+        return
+    line = json.dumps(dict({"event": event, "pid": os.getpid(), "time": round(time.time(), 3)}, **fields), sort_keys=True)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
 def daemonize() -> None:
     """Classic double fork, so that systemd's Type=forking sees the start command return.
 
@@ -590,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
         return log.fatal(str(exc))
     if config.enabled("DAEMONIZE"):
         daemonize()
+    record_event("start", instance=daemon.instance)
     asyncio.run(daemon.serve())
     return 0
 
