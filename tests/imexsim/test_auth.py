@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
-from conftest import cells, run_tool
+from conftest import all_connected, cells, run_tool
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI needed to make test certificates")
 
@@ -81,3 +83,47 @@ def test_invalid_auth_configuration_prevents_initialization(make_cluster, tmp_pa
     assert result.returncode == 1
     assert message in result.stderr
     assert "cannot initialize" in cluster.log_path(0).read_text()
+
+
+def test_sigusr1_reloads_the_certificate_files_and_keeps_the_process(make_cluster, tmp_path):
+    """signals.html: SIGUSR1 reloads the SSL credentials (mTLS from files) and restarts the outgoing
+    connections; the daemon stays the same instance."""
+    from imexsim import wire
+
+    cluster = make_cluster(3)
+    trusted, rogue = make_ca(tmp_path, "rack-ca"), make_ca(tmp_path, "rogue-ca")
+    live_key, live_cert = tmp_path / "node2-live.key", tmp_path / "node2-live.crt"
+    for index, address in enumerate(cluster.addresses):
+        key, cert = make_node_cert(tmp_path, rogue if index == 2 else trusted, address)
+        if index == 2:
+            shutil.copyfile(key, live_key)
+            shutil.copyfile(cert, live_cert)
+            key, cert = live_key, live_cert
+        cluster.configure(index, settings=auth_settings(key, cert, trusted[1]))
+    cluster.start_all()
+    cluster.wait_for_cell(2, 0, "N")
+    pid = cluster.processes[2].pid
+    before = wire.query_status(host=cluster.addresses[2], port=cluster.cmd_port)
+    assert before["tls"]["reloads"] == 0 and before["tls"]["enabled"] is True
+
+    # Renewed in place by a CA the peers trust, then signalled: no restart.
+    (tmp_path / "renewed").mkdir()
+    good_key, good_cert = make_node_cert(tmp_path / "renewed", trusted, cluster.addresses[2])
+    shutil.copyfile(good_key, live_key)
+    shutil.copyfile(good_cert, live_cert)
+    cluster.send(2, signal.SIGUSR1)
+    cluster.wait_for(0, all_connected, "domain UP after node 2 reloaded a trusted certificate")
+    after = wire.query_status(host=cluster.addresses[2], port=cluster.cmd_port)
+    assert after["pid"] == pid and cluster.processes[2].poll() is None
+    assert after["tls"]["reloads"] == 1 and after["tls"]["loaded_at"] > before["tls"]["loaded_at"]
+    assert "Reloaded SSL/TLS credentials" in cluster.wait_for_log(2, "Reloaded SSL/TLS credentials")
+
+    # A certificate the peers do not trust, reloaded: node 2's own links fail again.
+    rogue_key, rogue_cert = make_node_cert(tmp_path, rogue, cluster.addresses[2])
+    shutil.copyfile(rogue_key, live_key)
+    shutil.copyfile(rogue_cert, live_cert)
+    time.sleep(5.1)  # SIGUSR1 is processed at most once every 5 seconds
+    cluster.send(2, signal.SIGUSR1)
+    cluster.wait_for_log(2, "Reloaded SSL/TLS credentials", count=2)
+    cluster.wait_for(0, lambda view: view["status"] != "UP", "domain not UP after node 2 reloaded a rogue certificate")
+    assert wire.query_status(host=cluster.addresses[2], port=cluster.cmd_port)["pid"] == pid

@@ -181,6 +181,10 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         self.reconnect_interval_s = DEFAULT_RECONNECT_INTERVAL_S
         self.server_tls = None
         self.client_tls = None
+        # The server credentials each new handshake uses: those loaded at start, then at each SIGUSR1.
+        self.active_server_tls = None
+        self.tls_loaded_at: float | None = None
+        self.tls_reloads = 0
         self.peer_socket: socket.socket | None = None
         self.cmd_tcp_socket: socket.socket | None = None
         self.cmd_unix_socket: socket.socket | None = None
@@ -215,6 +219,12 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             self.server_tls, self.client_tls = build_contexts(self.config)
         except AuthConfigError as exc:
             raise StartupError(f"Authentication and encryption setup failed, cannot initialize: {exc}") from exc
+        if self.server_tls is not None:
+            self.active_server_tls = self.server_tls
+            self.tls_loaded_at = time.time()
+            # The listener keeps the context it was started with; each handshake switches to the
+            # credentials loaded last, so that a SIGUSR1 reload needs no new listener.
+            self.server_tls.sni_callback = self._use_current_server_credentials
         self._bind_listeners()
 
     def _log_configuration(self) -> None:
@@ -349,6 +359,28 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
                 pass
         self.log.info("IMEX daemon shutdown complete.")
 
+    def _use_current_server_credentials(self, ssl_object, _server_name, _context) -> None:
+        if ssl_object.context is not self.active_server_tls:
+            ssl_object.context = self.active_server_tls
+
+    def _reload_credentials(self) -> None:
+        """SIGUSR1 with mTLS from files: read the key, certificate and CA files again (signals.html:
+        "reload SSL credentials"). The config.cfg keys are not read again: they take a restart. What
+        the real daemon does with files it cannot load is not documented; the simulator keeps the
+        credentials it had and says so."""
+        try:
+            server, client = build_contexts(self.config)
+        except AuthConfigError as exc:
+            self.log.error(f"Failed to reload SSL/TLS credentials, keeping those loaded before: {exc}")
+            record_event("reload", instance=self.instance, tls=False, error=str(exc))
+            return
+        self.active_server_tls, self.client_tls = server, client
+        self.tls_loaded_at = time.time()
+        self.tls_reloads += 1
+        self.log.info(f"Reloaded SSL/TLS credentials from {self.config.get('IMEX_SERVER_CERT')} "
+                      f"(reload {self.tls_reloads} of instance {self.instance}).")
+        record_event("reload", instance=self.instance, tls=True)
+
     def _hello(self) -> dict:
         return {"type": "hello", "index": self.index, "version": self.version, "map": self.map_hash, "instance": self.instance}
 
@@ -362,6 +394,8 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             "pid": os.getpid(),
             "nodes": self.entries,
             "connections": {str(link.index): link.state for link in self.links},
+            "tls": {"enabled": self.client_tls is not None, "loaded_at": self.tls_loaded_at,
+                    "reloads": self.tls_reloads},
         }
 
     async def _serve_command(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -538,6 +572,8 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             self.log.info("Ignoring SIGUSR1: processed at most once every 5 seconds.")
             return
         self.last_sigusr1 = now
+        if self.client_tls is not None and self.config.get("IMEX_AUTH_SOURCE") in ("FILE", "ENV_PATH"):
+            self._reload_credentials()
         self.log.info("Received SIGUSR1, re-establishing all outgoing connections.")
         for link in self.links:
             if link.writer is not None:
