@@ -19,17 +19,19 @@ import socket
 import time
 from collections.abc import Mapping
 
+import yaml
+
 from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _arguments, _plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES
 
-STAGES = ("preflight", "read", "restart", "guard", "verdicts", "discover", "channels")
+STAGES = ("arguments", "preflight", "read", "restart", "guard", "verdicts", "discover", "channels")
 # What each tray registered, by the name the role's tasks give it.
 TRAY_OPTIONS = "__imex_tray_options"
 TRAY_READ = "__imex_tray_info"
@@ -42,6 +44,8 @@ STATUS_BEFORE_RESTART = "__imex_wave_status"
 STATUS_PROOF = "__imex_validate_status"
 DAEMON_LOGS = "__imex_daemon_logs"
 REPORT_ONLY_TAG = "imex_report"
+ROLE_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "roles", "imex", "meta", "argument_specs.yml")
 PHASE_TAGS = ("all", "imex_daemon", "imex_validate")
 
 
@@ -123,6 +127,26 @@ class ActionModule(ActionBase):
         return options
 
     # -- stages -------------------------------------------------------------------------------------
+
+    def _arguments(self, args, task_vars):
+        """Before the role starts (the shipped playbooks' first play): the trays' values of the role's
+        options against its argument spec, one line per error instead of the spec printed per tray."""
+        with open(ROLE_SPECS, encoding="utf-8") as handle:
+            specs = yaml.safe_load(handle)
+        try:
+            options = _arguments.entry_point_options(specs, args.get("entry_point") or "main")
+        except ValueError as error:
+            raise _plan.PlanError([str(error)]) from None
+        trays = [str(tray) for tray in (task_vars.get("groups") or {}).get(args.get("group") or "imex_domains", [])]
+        values = {}
+        for tray in trays:
+            defined = task_vars["hostvars"][tray]
+            values[tray] = {name: self._hostvar(task_vars, tray, name) for name in options if name in defined}
+        problems = _arguments.argument_problems(options, values)
+        if problems:
+            raise _plan.PlanError(["The options of the rackscale.imex.imex role are not valid; nothing was "
+                                   "contacted or changed:"] + problems)
+        return {"trays_checked": len(trays)}
 
     def _preflight(self, args, task_vars):
         play_hosts = [str(tray) for tray in task_vars.get("ansible_play_hosts") or []]

@@ -30,7 +30,19 @@ options:
     description: The stage of the plan to make.
     type: str
     required: true
-    choices: [preflight, read, restart, guard, verdicts, discover, channels]
+    choices: [arguments, preflight, read, restart, guard, verdicts, discover, channels]
+  entry_point:
+    description:
+      - For O(stage=arguments), the entry point of the rackscale.imex.imex role's argument spec to check the
+        trays' values against (V(main) for the role, V(validate) for its validate tasks).
+      - O(stage=arguments) runs before the role, on the controller; it reads the trays of the group
+        O(group) and says each error once, naming the trays.
+    type: str
+    default: main
+  group:
+    description: For O(stage=arguments), the parent group of the IMEX domains whose trays are checked.
+    type: str
+    default: imex_domains
   wave:
     description: The domains of the wave, for O(stage=restart) and O(stage=guard).
     type: list

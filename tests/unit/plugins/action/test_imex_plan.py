@@ -387,7 +387,7 @@ def test_a_stage_before_the_preflight_is_refused():
 def test_an_unknown_stage_is_refused():
     result = run({"stage": "restrat"}, play())
     assert result["failed"] is True and "problems" not in result
-    assert result["msg"] == "stage must be one of preflight, read, restart, guard, verdicts, discover, channels, got 'restrat'"
+    assert result["msg"] == "stage must be one of arguments, preflight, read, restart, guard, verdicts, discover, channels, got 'restrat'"
     assert run({}, play())["msg"].endswith("got None")
 
 
@@ -680,3 +680,19 @@ def test_the_channels_stage_keeps_only_what_the_read_shows_would_change():
     assert found["to_ensure"] == found["entries"][1:]
     unread = planned("channels", {}, mode="slurm", channel0=False)["plan"]
     assert unread["to_ensure"] == unread["entries"] and unread["owned"] is False
+
+
+def test_the_arguments_stage_checks_the_trays_values_before_the_role_starts():
+    clean = play()
+    assert planned("arguments", clean)["plan"] == {"trays_checked": len(TRAYS)}
+    first, second = list(TRAYS)[:2]
+    bad = play(hostvars=hostvars_of({first: {"imex_mode": "bogus"}, second: {"imex_lock_wait_s": "soon"}}))
+    problems = problems_of("arguments", bad)
+    assert problems[0].startswith("The options of the rackscale.imex.imex role are not valid")
+    assert problems[1:] == [
+        "value of imex_mode must be one of: static, slurm, slurm_per_job, dra, dra_host_managed, got: bogus "
+        "(tray %s)" % first,
+        "argument 'imex_lock_wait_s' is of type str and we were unable to convert to int: \"'soon'\" cannot "
+        "be converted to an int (tray %s)" % second]
+    unknown = run({"stage": "arguments", "entry_point": "nope"}, clean)
+    assert unknown["failed"] is True and "no argument spec entry point 'nope'" in unknown["msg"], unknown
