@@ -110,7 +110,7 @@ CASES = {
         inventory(rack1=rack("a", 3)), {"awx_job_id": 42}, ["rack1", "imex_domain_size"]),
     "unknown mode": (
         inventory(rack1=rack("a", 2)), {"imex_mode": "kubernetes"},
-        ["imex_mode must be one of: static, slurm, dra, dra_host_managed, got: kubernetes"]),
+        ["imex_mode must be one of: static, slurm, slurm_per_job, dra, dra_host_managed, got: kubernetes (trays a-tray01, a-tray02)"]),
     "missing domain parent group": (
         {"all": {"children": {"racks": {"children": {"rack1": rack("a", 2)}}}}}, {},
         ["group imex_domains is missing or holds no trays"]),
