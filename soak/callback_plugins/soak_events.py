@@ -1,0 +1,75 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Soak callback: one JSON line per task start and per task result, written as it happens (a run
+killed with SIGKILL leaves every line before the kill) to $SOAK_EVENTS_FILE."""
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: soak_events
+type: aggregate
+short_description: Task starts and results as JSON lines (soak only)
+description: Appends to the file named by the SOAK_EVENTS_FILE environment variable.
+requirements: [enable in callbacks_enabled]
+"""
+
+import json
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "soak_events"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super().__init__()
+        path = os.environ.get("SOAK_EVENTS_FILE")
+        self.handle = open(path, "a", encoding="utf-8", buffering=1) if path else None
+
+    def _write(self, record):
+        if self.handle is not None:
+            record["time"] = round(time.time(), 3)
+            self.handle.write(json.dumps(record, default=str) + "\n")
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._write({"type": "task_start", "task": task.get_name()})
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._write({"type": "task_start", "task": task.get_name()})
+
+    def _result(self, kind, result):
+        res = result._result if isinstance(result._result, dict) else {}
+        items = res.get("results") if isinstance(res.get("results"), list) else None
+        record = {"type": kind, "task": result._task.get_name(), "host": result._host.get_name(),
+                  "action": result._task.action, "changed": bool(res.get("changed")),
+                  "msg": str(res.get("msg", ""))[:4000]}
+        if items is not None:
+            record["items"] = [{"item": item.get("item") if isinstance(item, dict) else None,
+                                "changed": bool(item.get("changed")) if isinstance(item, dict) else False,
+                                "failed": bool(item.get("failed")) if isinstance(item, dict) else False,
+                                "skipped": bool(item.get("skipped")) if isinstance(item, dict) else False,
+                                "msg": str(item.get("msg", ""))[:2000] if isinstance(item, dict) else "",
+                                "delegated": ((item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+                                              if isinstance(item, dict) else None),
+                                "owner": ((item.get("invocation") or {}).get("module_args") or {}).get("owner")
+                                if isinstance(item, dict) else None}
+                               for item in items]
+        owner = ((res.get("invocation") or {}).get("module_args") or {}).get("owner")
+        if owner:
+            record["owner"] = owner
+        self._write(record)
+
+    def v2_runner_on_ok(self, result):
+        self._result("ok", result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._result("ignored" if ignore_errors else "failed", result)
+
+    def v2_runner_on_unreachable(self, result):
+        self._result("unreachable", result)
+
+    def v2_playbook_on_stats(self, stats):
+        self._write({"type": "end"})

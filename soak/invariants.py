@@ -1,0 +1,365 @@
+"""The soak's invariants: small pure functions over what a step left (tray probes, the
+simulator's records, each run's task events and output). Each returns (verdict, detail):
+True, False, or None when it could not be checked honestly (the detail says why)."""
+from __future__ import annotations
+
+import re
+
+CONFIG = "/etc/nvidia-imex/config.cfg"
+NODES = "/etc/nvidia-imex/nodes_config.cfg"
+TLS_DIR = "/etc/nvidia-imex/tls"
+LOCK = "/run/rackscale-imex/run.lock"
+CONFIG_LINE = re.compile(r"^[A-Z][A-Z0-9_]*=[^\n#]*$")
+NODE_ENTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]*$")
+TEMP_NAME = re.compile(r"(^\..+\.(tmp|new)$)|ansible_tmp")
+# The restart: the handlers the restart task notifies, flushed together.
+RESTART_TASKS = ("Stop IMEX daemon", "Start IMEX daemon")
+LOCK_TASK = "Take the lock of every domain of the run, one domain at a time in a fixed order"
+LOCK_CHECK_TASK = "Check that this run still holds the lock of every domain it restarts"
+# Seconds around a fault's own simrack command within which a daemon stop or start on its tray is
+# the fault's doing (systemd restarts a killed daemon after 1 s).
+FAULT_SLACK_S = 5.0
+PEM_PRIVATE = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
+
+
+def _unread(probes):
+    return sorted(tray for tray, probe in probes.items() if not probe)
+
+
+# 1 ------------------------------------------------------------------------------------------
+def files_whole(probes):
+    """Every managed file parses, no temporary file is left, owners and modes as designed."""
+    problems = []
+    for tray, probe in sorted(probes.items()):
+        if not probe:
+            continue
+        files = probe.get("files", {})
+        for path, info in sorted(files.items()):
+            if info.get("uid") != 0:
+                problems.append("%s: %s owned by uid %s" % (tray, path, info.get("uid")))
+            want = {CONFIG: "0644", NODES: "0644", TLS_DIR: "0700"}.get(path)
+            if path.startswith(TLS_DIR + "/") and path.endswith(".key"):
+                want = "0600"
+            if want and info.get("mode") != want:
+                problems.append("%s: %s mode %s, designed %s" % (tray, path, info.get("mode"), want))
+        text = files.get(CONFIG, {}).get("text")
+        if text is not None:
+            bad = [line for line in text.splitlines() if line.strip() and not line.startswith("#")
+                   and not CONFIG_LINE.match(line)]
+            if bad or (text and not text.endswith("\n")):
+                problems.append("%s: %s does not parse (%r)" % (tray, CONFIG, (bad or [text[-40:]])[0]))
+        text = files.get(NODES, {}).get("text")
+        if text is not None:
+            bad = [line for line in text.splitlines() if line.strip() and not line.startswith("#")
+                   and not NODE_ENTRY.match(line.strip())]
+            if bad or not text.strip() or not text.endswith("\n"):
+                problems.append("%s: %s does not parse (%r)" % (tray, NODES, (bad or [text[-40:]])[0]))
+        for leftover in probe.get("leftovers", []):
+            problems.append("%s: temporary file left: %s" % (tray, leftover))
+    unread = _unread(probes)
+    if len(unread) == len(probes):
+        return None, "no tray could be read"
+    return not problems, "; ".join(problems) or ("ok" + (" (not read: %s)" % ", ".join(unread) if unread else ""))
+
+
+# 2 ------------------------------------------------------------------------------------------
+def node_lists(probes, topology, addresses, edited_trays=()):
+    """Every tray of a domain holds a byte-identical node list, listing no other domain's tray.
+    Trays whose list the nodelist-edit fault changed behind Ansible's back are left out."""
+    problems = []
+    for domain, trays in sorted(topology.items()):
+        lists = {}
+        for tray in trays:
+            probe = probes.get(tray)
+            if not probe or tray in edited_trays:
+                continue
+            text = probe.get("files", {}).get(NODES, {}).get("text")
+            lists[tray] = text
+        distinct = {text for text in lists.values()}
+        if len(distinct) > 1:
+            problems.append("domain %s: node lists differ (%s)" % (domain, ", ".join(
+                "%s: %s" % (tray, "none" if text is None else " ".join(text.split())) for tray, text in sorted(lists.items()))))
+        foreign = {addresses[t] for d, ts in topology.items() if d != domain for t in ts}
+        foreign |= {t for d, ts in topology.items() if d != domain for t in ts}
+        for tray, text in sorted(lists.items()):
+            listed = set((text or "").split())
+            if listed & foreign:
+                problems.append("domain %s: %s lists another domain's trays: %s" % (domain, tray, sorted(listed & foreign)))
+    return not problems, "; ".join(problems) or "ok"
+
+
+def other_rack_untouched(before, after, trays_of_rack):
+    """A step whose faults hit one rack leaves another rack's files and daemon starts alone."""
+    problems = []
+    for tray in trays_of_rack:
+        b, a = before.get(tray), after.get(tray)
+        if not b or not a:
+            return None, "%s could not be read before and after the step" % tray
+        for path in sorted(set(b.get("files", {})) | set(a.get("files", {}))):
+            if b["files"].get(path, {}).get("sha256") != a["files"].get(path, {}).get("sha256"):
+                problems.append("%s: %s changed" % (tray, path))
+        starts = lambda probe: [e for e in probe.get("events", []) if e.get("event") == "start"]
+        if starts(b) != starts(a):
+            problems.append("%s: daemon started again (%s)" % (tray, [e["pid"] for e in starts(a)[len(starts(b)):]]))
+    return not problems, "; ".join(problems) or "ok"
+
+
+# 3 ------------------------------------------------------------------------------------------
+def own_doing(tray, when, fault_windows):
+    """True when a daemon event or a boot at `when` on `tray` falls within one of the soak's own
+    fault commands on that tray (inject or heal)."""
+    return any(tray in window["trays"] and window["start"] - 1 <= when <= window["end"] + FAULT_SLACK_S
+               for window in fault_windows)
+
+
+def busy_guard(events_by_tray, boots_by_tray, topology, busy_intervals, fault_windows, step_start, allowed=False):
+    """No daemon stopped and no tray rebooted on a domain that was busy at any moment of the step
+    before that stop, unless the run allowed it. events_by_tray: the simulator's records of the
+    step; boots_by_tray: boot times seen during the step; busy_intervals: [(tray, start, end|None)]."""
+    if allowed:
+        return True, "the runs allowed busy restarts"
+    problems = []
+    for domain, trays in sorted(topology.items()):
+        busy = [(t, s, e) for t, s, e in busy_intervals if t in trays and (e is None or e >= step_start)]
+        if not busy:
+            continue
+        for tray in trays:
+            stops = [(e["time"], "daemon stop (PID %s)" % e["pid"]) for e in events_by_tray.get(tray, [])
+                     if e.get("event") == "stop"]
+            stops += [(when, "reboot") for when in boots_by_tray.get(tray, [])]
+            for when, what in stops:
+                if own_doing(tray, when, fault_windows):
+                    continue
+                cause = [t for t, s, e in busy if s <= when]
+                if cause:
+                    problems.append("%s on %s at %.1f while domain %s was busy (%s)" % (
+                        what, tray, when, domain, ", ".join(sorted(set(cause)))))
+    return not problems, "; ".join(problems) or "ok"
+
+
+# 4 ------------------------------------------------------------------------------------------
+def restart_intervals(run_events, domain_of):
+    """{domain: (start, end)} of one run's restart (its stop and start handlers), from its task
+    events: from the start of the first handler to its last result on a tray of the domain."""
+    intervals = {}
+    start = None
+    for event in run_events:
+        if event.get("type") == "task_start":
+            if event.get("task") in RESTART_TASKS:
+                start = event["time"] if start is None else start
+            else:
+                start = None
+            continue
+        if event.get("task") not in RESTART_TASKS or start is None or event.get("type") not in ("ok", "failed"):
+            continue
+        domain = domain_of.get(event.get("host"))
+        if domain is None:
+            continue
+        low, high = intervals.get(domain, (start, event["time"]))
+        intervals[domain] = (min(low, start), max(high, event["time"]))
+    return intervals
+
+
+def locked_domains(run_events, domain_of):
+    """Domains whose lock this run took (the lock task's item for it succeeded)."""
+    taken = set()
+    for event in run_events:
+        if event.get("task") != LOCK_TASK or event.get("type") not in ("ok", "failed"):
+            continue
+        for item in event.get("items") or []:
+            if item.get("failed") or item.get("skipped"):
+                continue
+            domain = item.get("item")
+            if isinstance(domain, dict):
+                domain = domain.get("domain") or domain.get("name")
+            if isinstance(domain, str):
+                taken.add(domain)
+            elif item.get("delegated") in domain_of:
+                taken.add(domain_of[item["delegated"]])
+    return taken
+
+
+def lock_lost_before_restart(run_events, domain_of):
+    """Domains where the run's check of its lock failed yet the run restarted them."""
+    lost = {domain_of.get(e.get("host")) for e in run_events
+            if e.get("task") == LOCK_CHECK_TASK and e.get("type") == "failed"}
+    return lost & set(restart_intervals(run_events, domain_of))
+
+
+def no_overlapping_restarts(runs, domain_of):
+    """The stop/start intervals of one domain never overlap between two runs, and no run restarts a
+    domain whose lock it did not take or lost."""
+    problems = []
+    spans = []
+    for run in runs:
+        intervals = restart_intervals(run["events"], domain_of)
+        locked = locked_domains(run["events"], domain_of)
+        for domain, span in intervals.items():
+            if domain not in locked:
+                problems.append("%s restarted %s without holding its lock" % (run["name"], domain))
+            spans.append((domain, span, run["name"]))
+        for domain in lock_lost_before_restart(run["events"], domain_of):
+            problems.append("%s restarted %s after losing its lock" % (run["name"], domain))
+    for i, (domain, (s1, e1), name1) in enumerate(spans):
+        for domain2, (s2, e2), name2 in spans[i + 1:]:
+            if domain == domain2 and name1 != name2 and s1 < e2 and s2 < e1:
+                problems.append("%s and %s restarted %s at once (%.1f-%.1f, %.1f-%.1f)" % (name1, name2, domain, s1, e1, s2, e2))
+    return not problems, "; ".join(problems) or "ok"
+
+
+# 5 ------------------------------------------------------------------------------------------
+def locks_after(lock_records, runs, killed_holders):
+    """lock_records: {domain: owner or None (no lock) or "?" (unread)} after the step; runs: this
+    step's runs with their lock owner id and whether they were killed; killed_holders: {domain:
+    owner} of killed runs whose lock may still stand. No lock of a finished run is left; a killed
+    run's lock names it."""
+    problems = []
+    finished = {run["owner"] for run in runs if run.get("owner") and not run.get("killed")}
+    unread = [d for d, owner in lock_records.items() if owner == "?"]
+    for domain, owner in sorted(lock_records.items()):
+        if owner in (None, "?"):
+            continue
+        if owner in finished:
+            problems.append("domain %s: lock left by %s, a run that finished" % (domain, owner))
+        elif domain in killed_holders and owner != killed_holders[domain]:
+            problems.append("domain %s: lock names %s, not the killed run %s" % (domain, owner, killed_holders[domain]))
+    if unread and len(unread) == len(lock_records):
+        return None, "no domain's lock could be read"
+    return not problems, "; ".join(problems) or ("ok" + (" (unread: %s)" % unread if unread else ""))
+
+
+def refused_while_locked(run, domain, stale_at, now_start):
+    """A run that started on `domain` while a killed run's lock was younger than its staleness
+    must refuse with "locked by"."""
+    if now_start >= stale_at:
+        return True, "lock already stale"
+    if run["rc"] != 0 and "locked by" in run["output"]:
+        return True, "refused: locked by"
+    return False, "%s ran on %s %.0f s before the killed run's lock went stale, rc %d, no 'locked by'" % (
+        run["name"], domain, stale_at - now_start, run["rc"])
+
+
+def two_holders(runs, domain_of):
+    """Two runs of one step never both took the lock of one domain (concurrent runs)."""
+    holders = {}
+    for run in runs:
+        for domain in locked_domains(run["events"], domain_of):
+            holders.setdefault(domain, []).append(run["name"])
+    both = {d: names for d, names in holders.items() if len(names) > 1}
+    return not both, "; ".join("%s held by %s" % (d, " and ".join(n)) for d, n in both.items()) or "ok"
+
+
+# 6 ------------------------------------------------------------------------------------------
+def failure_text(run_events):
+    texts = []
+    for event in run_events:
+        if event.get("type") in ("failed", "unreachable"):
+            texts.append(event.get("msg", ""))
+            texts.extend(item.get("msg", "") for item in event.get("items") or [] if item.get("failed"))
+            texts.append(event.get("host", "") if event.get("type") == "unreachable" else "")
+    return "\n".join(texts)
+
+
+def rc_truth(run, ctl_states, health_faults, addresses):
+    """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
+    the whole run gives rc != 0 with a failure naming its tray or pair. ctl_states: {domain:
+    state or None (unread)}; health_faults: [{kind, trays}] active from before to after the run."""
+    problems = []
+    if run["rc"] == 0:
+        unread = [d for d in run["domains"] if ctl_states.get(d) is None]
+        if unread and len(unread) == len(run["domains"]):
+            return None, "rc 0 but no domain's status could be read"
+        down = ["%s %s" % (d, ctl_states[d]) for d in run["domains"] if ctl_states.get(d) not in (None, "UP")]
+        if down:
+            problems.append("%s rc 0 but %s" % (run["name"], ", ".join(down)))
+    text = failure_text(run["events"])
+    for fault in health_faults:
+        if run["rc"] == 0:
+            problems.append("%s rc 0 under %s on %s" % (run["name"], fault["kind"], " ".join(fault["trays"])))
+            continue
+        names = set(fault["trays"]) | {addresses[t] for t in fault["trays"]}
+        if not any(re.search(r"(?<![\w.])%s(?![\w])" % re.escape(name), text) for name in names):
+            problems.append("%s failed without naming %s (%s)" % (run["name"], " or ".join(sorted(names)), fault["kind"]))
+    return not problems, "; ".join(problems) or "ok"
+
+
+# 7 ------------------------------------------------------------------------------------------
+def heal_converges(runs_to_up, last_changed):
+    """After every fault is healed, at most two runs reach UP, and one more run changes nothing.
+    runs_to_up: the number of runs until rc 0 and every domain UP (None: not within two);
+    last_changed: (host, task) pairs the next run changed."""
+    if runs_to_up is None:
+        return False, "not UP after two runs"
+    if last_changed:
+        return False, "the run after UP changed %s" % sorted(last_changed)[:6]
+    return True, "UP after %d run(s), the next changed nothing" % runs_to_up
+
+
+# 8 ------------------------------------------------------------------------------------------
+def changed_pairs(run_events):
+    """(host, task) of every changed result (each changed loop item on its delegated host)."""
+    found = set()
+    for event in run_events:
+        if event.get("type") != "ok":
+            continue
+        if event.get("items"):
+            for item in event["items"]:
+                if item.get("changed"):
+                    found.add((item.get("delegated") or event["host"], event["task"]))
+        elif event.get("changed"):
+            found.add((event["host"], event["task"]))
+    return found
+
+
+def state_digest(probe):
+    """What a run that changes nothing leaves as it was: file hashes, daemon starts, boots."""
+    if not probe:
+        return None
+    return ({p: f.get("sha256") for p, f in probe.get("files", {}).items()},
+            [e["pid"] for e in probe.get("events", []) if e.get("event") == "start"], probe.get("boot"))
+
+
+def check_predicts(check_events, real_events, before, between):
+    """--check predicts exactly the real run's changes and changes nothing itself."""
+    problems = []
+    predicted, made = changed_pairs(check_events), changed_pairs(real_events)
+    if predicted != made:
+        problems.append("predicted but not made: %s; made but not predicted: %s" % (
+            sorted(predicted - made)[:6], sorted(made - predicted)[:6]))
+    for tray in sorted(before):
+        b, a = state_digest(before.get(tray)), state_digest(between.get(tray))
+        if b is None or a is None:
+            return None, "%s could not be read around the check run" % tray
+        if b != a:
+            problems.append("the check run changed %s" % tray)
+    return not problems, "; ".join(problems) or "ok (%d changes predicted)" % len(predicted)
+
+
+# 9 ------------------------------------------------------------------------------------------
+def no_key_leak(texts, key_lines):
+    """No private key line in any output, report or artifact. texts: {name: text}; key_lines: the
+    body lines of every private key in play."""
+    problems = []
+    bodies = [line for line in key_lines if len(line) >= 20]
+    for name, text in sorted(texts.items()):
+        if PEM_PRIVATE.search(text):
+            problems.append("%s holds a PEM private key header" % name)
+        for line in bodies:
+            if line in text:
+                problems.append("%s holds a private key line" % name)
+                break
+    return not problems, "; ".join(problems) or "ok (%d texts, %d key lines)" % (len(texts), len(bodies))
+
+
+# 10 -----------------------------------------------------------------------------------------
+def run_bound_s(domains, validate_timeout_s, ctl_timeout_s, ssh_timeout_s=60, base_s=180):
+    """The longest a run may take under its configured timeouts: a fixed base (start-up, reads,
+    writes, the channel module) plus, per domain (rolling, one after the other), the proof's wait
+    and two bounded ctl calls, plus one ssh keepalive bound for a tray that goes silent."""
+    return base_s + ssh_timeout_s + domains * (validate_timeout_s + 2 * ctl_timeout_s + 30)
+
+
+def run_bounds(runs):
+    over = ["%s took %.0f s > %d s" % (r["name"], r["seconds"], r["bound_s"]) for r in runs
+            if not r.get("killed") and r["seconds"] > r["bound_s"]]
+    return not over, "; ".join(over) or "ok"

@@ -1,0 +1,648 @@
+"""Seeded chaos soak of rackscale.imex on a simulated rack (`make soak`).
+
+A series of steps drawn from one seed (soak/plan.py): each injects none, one or two faults of the
+simulated rack (about a third of them during a run, by a timer thread), then runs an action
+(site.yml, with a legitimate change now and then; --check --diff then the real run; validate.yml;
+two site.yml at once on one domain; a site.yml killed with SIGKILL; healing some or all faults).
+After every step the invariants of soak/invariants.py are checked from the trays (read with
+`simrack exec`, whatever their network does) and the simulator's own records. Writes
+OUT/results.json and OUT/summary.md after every step; prints the seed first and, on a failed
+invariant, the command that replays the series. --shrink re-runs the series (cut after the first
+failing step) with fewer faults (delta debugging) to find the smallest failing one.
+Takes the machine's bed lock and tears its bed down on SIGINT, SIGTERM and SIGHUP, as bench/run.py.
+Usage: .venv/bin/python soak/run.py [--seed N] [--steps 50] [--racks 2] [--trays 4] [--out DIR]
+       [--keep-faults ID,ID...] [--shrink] [--shrink-budget 4]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import random
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import invariants as inv  # noqa: E402
+import plan  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("bench_run", os.path.join(REPO, "bench", "run.py"))
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
+BIN = os.path.dirname(sys.executable)
+OUT = os.path.join(HERE, "out")
+# Short proof timeouts keep a step short; the lock's staleness must stay above the proof's longest
+# wait (validate + 2 x ctl), and short enough that a killed run's lock is taken over within a step or two.
+RUN_VARS = {"imex_validate_timeout_s": 20, "imex_ctl_timeout_s": 5, "imex_validate_interval_s": 1,
+            "imex_lock_stale_after_s": 60}
+INVARIANTS = ["files_whole", "node_lists", "busy_guard", "restart_intervals", "locks", "rc_truth",
+              "heal_converges", "check_predicts", "no_key_leak", "run_bounds"]
+
+PROBE = r'''
+import hashlib, json, os, re, stat
+out = {"files": {}, "leftovers": [], "lock": None, "events": [], "boot": None}
+def info(path, text):
+    st = os.lstat(path)
+    found = {"mode": "%04o" % stat.S_IMODE(st.st_mode), "uid": st.st_uid}
+    if stat.S_ISREG(st.st_mode):
+        with open(path, "rb") as handle:
+            data = handle.read()
+        found["sha256"] = hashlib.sha256(data).hexdigest()
+        if text:
+            found["text"] = data.decode("utf-8", "replace")
+    return found
+for path in ("/etc/nvidia-imex/config.cfg", "/etc/nvidia-imex/nodes_config.cfg", "/etc/nvidia-imex/tls"):
+    if os.path.lexists(path):
+        out["files"][path] = info(path, path.endswith(".cfg"))
+if os.path.isdir("/etc/nvidia-imex/tls"):
+    for name in sorted(os.listdir("/etc/nvidia-imex/tls")):
+        out["files"]["/etc/nvidia-imex/tls/" + name] = info("/etc/nvidia-imex/tls/" + name, False)
+for directory in ("/etc/nvidia-imex", "/etc/nvidia-imex/tls", "/run/rackscale-imex"):
+    if os.path.isdir(directory):
+        out["leftovers"] += [directory + "/" + n for n in os.listdir(directory) if re.search(r"(^\..+\.(tmp|new)$)|ansible_tmp", n)]
+try:
+    with open("/run/rackscale-imex/run.lock") as handle:
+        out["lock"] = json.loads(handle.read() or "{}") or {"owner": "(empty)"}
+except FileNotFoundError:
+    pass
+except ValueError:
+    out["lock"] = {"owner": "(unparsable)"}
+try:
+    with open("/var/lib/imexsim/daemon-events.jsonl") as handle:
+        out["events"] = [json.loads(line) for line in handle if line.strip()]
+except FileNotFoundError:
+    pass
+with open("/proc/stat") as handle:
+    btime = int([l for l in handle if l.startswith("btime")][0].split()[1])
+with open("/proc/1/stat") as handle:
+    ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+out["boot"] = round(btime + ticks / os.sysconf("SC_CLK_TCK"), 1)
+print(json.dumps(out))
+'''
+
+
+def say(text):
+    print("[soak] " + text, flush=True)
+
+
+class Soak:
+    def __init__(self, runner, bed, args, series, out):
+        self.runner, self.bed, self.args, self.series, self.out = runner, bed, args, series, out
+        self.env = dict(os.environ, SIMRACK_STATE=bed.state)
+        self.topology = {"rack%d" % r: [plan.tray_name(r, i) for i in range(1, args.trays + 1)]
+                         for r in range(1, args.racks + 1)}
+        self.domain_of = {t: d for d, ts in self.topology.items() for t in ts}
+        self.addresses = {plan.tray_name(r, i): "198.18.%d.%d" % (r, 10 + i)
+                          for r in range(1, args.racks + 1) for i in range(1, args.trays + 1)}
+        self.active = {}            # fault id -> fault (lasting, injected)
+        self.windows = []           # the soak's own fault commands: {trays, start, end, what}
+        self.busy = {}              # tray -> (start, end|None)
+        self.busy_done = []
+        self.desired = {}
+        self.killed_locks = {}      # domain -> {"owner", "stale_at"}
+        self.results = []
+        self.texts = {}
+        self.counts = {"faults_injected": 0, "faults_during_run": 0, "inject_failed": 0, "runs": 0}
+        self.rack_up = {d: False for d in self.topology}
+        self.lock = threading.Lock()
+
+    # ---------------------------------------------------------------- trays
+    def simrack(self, *args, timeout=180):
+        try:
+            result = subprocess.run([SIMRACK, *args], env=self.env, capture_output=True, text=True,
+                                    timeout=timeout, check=False)
+            return result.returncode, result.stdout, result.stderr
+        except subprocess.TimeoutExpired:
+            return 124, "", "simrack %s: timed out after %d s" % (" ".join(args), timeout)
+
+    def probe(self, tray):
+        rc, out, _ = self.simrack("exec", "--timeout", "20", tray, "python3", "-c", PROBE, timeout=40)
+        try:
+            return json.loads(out) if rc == 0 else None
+        except ValueError:
+            return None
+
+    def probe_all(self):
+        found = {}
+        threads = [threading.Thread(target=lambda t=t: found.__setitem__(t, self.probe(t))) for t in self.domain_of]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return found
+
+    def ctl_state(self, domain):
+        """The domain's state in the simulator's own `nvidia-imex-ctl -N`, read on a tray no fault
+        touches (ctl-hang or a cut tray would answer for itself only); None when none answers."""
+        touched = {t for f in self.active.values() for t in f["trays"]}
+        trays = sorted(self.topology[domain], key=lambda t: (t in touched, t))
+        for tray in trays[:3]:
+            rc, out, _ = self.simrack("exec", "--timeout", "20", tray, "timeout", "10", "nvidia-imex-ctl", "-N", timeout=40)
+            match = re.search(r"^Domain State:\s*(\w+)", out, re.M)
+            if match:
+                return match.group(1)
+        return None
+
+    # ---------------------------------------------------------------- faults
+    def inject(self, fault, during=False):
+        start = time.time()
+        rc, out, err = self.simrack("fault", *plan.simrack_args(fault))
+        end = time.time()
+        with self.lock:
+            self.windows.append({"trays": fault["trays"], "start": start, "end": end, "what": fault["kind"]})
+            fault["injected"] = rc == 0
+            fault["landed"] = "during" if during else "before"
+            if rc != 0:
+                fault["error"] = (err or out).strip()[-300:]
+                self.counts["inject_failed"] += 1
+                return
+            self.counts["faults_injected"] += 1
+            self.counts["faults_during_run"] += during
+            if fault["kind"] in plan.LASTING:
+                fault["since"] = start
+                self.active[fault["id"]] = fault
+            if fault["kind"] == "busy":
+                self.busy[fault["trays"][0]] = (start, None)
+            if fault["kind"] == "reboot":   # a reboot ends the daemon-stop/kill faults of its tray
+                for fid, other in list(self.active.items()):
+                    if other["trays"] == fault["trays"] and other["kind"] in ("daemon-stop", "daemon-kill-no-restart"):
+                        del self.active[fid]
+                self.killed_locks = {d: k for d, k in self.killed_locks.items()
+                                     if self.topology[d][0] not in fault["trays"]}
+
+    def heal(self, fid):
+        fault = self.active.get(fid)
+        if fault is None:
+            return None
+        start = time.time()
+        rc, out, err = self.simrack("fault", *plan.simrack_args(fault, heal=True))
+        self.windows.append({"trays": fault["trays"], "start": start, "end": time.time(), "what": "heal " + fault["kind"]})
+        del self.active[fid]
+        if fault["kind"] == "busy":
+            tray = fault["trays"][0]
+            self.busy_done.append((tray, self.busy.pop(tray)[0], time.time()))
+        return rc == 0 or (err or out).strip()[-200:]
+
+    def busy_intervals(self):
+        return self.busy_done + [(t, s, None) for t, (s, _) in self.busy.items()]
+
+    # ---------------------------------------------------------------- runs
+    def start_run(self, name, playbook, step, inventory=None, check=False, domains=None):
+        rundir = os.path.join(self.out, "runs", "%03d-%s" % (step, name))
+        os.makedirs(rundir, exist_ok=True)
+        variables = dict(RUN_VARS, imex_report_dir=os.path.join(rundir, "reports"), **self.desired)
+        with open(os.path.join(rundir, "vars.json"), "w") as handle:
+            json.dump(variables, handle)
+        command = [os.path.join(BIN, "ansible-playbook"), "-i", inventory or self.bed.inventory,
+                   os.path.join(REPO, "playbooks", playbook), "-e", "@" + os.path.join(rundir, "vars.json")]
+        if check:
+            command += ["--check", "--diff"]
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
+                   ANSIBLE_CALLBACKS_ENABLED="soak_events", SOAK_EVENTS_FILE=os.path.join(rundir, "events.jsonl"),
+                   PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+        domains = domains or sorted(self.topology)
+        run = {"name": "%d/%s" % (step, name), "dir": rundir, "playbook": playbook, "check": check,
+               "domains": domains, "killed": False, "start": time.time(),
+               "bound_s": inv.run_bound_s(len(domains), RUN_VARS["imex_validate_timeout_s"], RUN_VARS["imex_ctl_timeout_s"])}
+        run["process"] = self.runner.spawn(command, bench.PLAYBOOK, env=env, cwd=REPO)
+        self.counts["runs"] += 1
+        return run
+
+    def finish_run(self, run, timers=()):
+        process = run.pop("process")
+        watchdog = threading.Timer(run["bound_s"] + 60, lambda: bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL))
+        watchdog.start()
+        rc, out, err = self.runner.wait(process)
+        watchdog.cancel()
+        run["end"] = time.time()
+        run["seconds"] = round(run["end"] - run["start"], 1)
+        for timer in timers:
+            timer.cancel()
+        run["rc"] = rc
+        run["output"] = out + err
+        with open(os.path.join(run["dir"], "output.txt"), "w") as handle:
+            handle.write(run["output"])
+        run["events"] = []
+        path = os.path.join(run["dir"], "events.jsonl")
+        if os.path.exists(path):
+            with open(path) as handle:
+                for line in handle:
+                    try:
+                        run["events"].append(json.loads(line))
+                    except ValueError:
+                        pass    # the last line of a killed run may be cut
+        owners = {item.get("owner") for e in run["events"] if e.get("task") == inv.LOCK_TASK
+                  for item in e.get("items") or [] if item.get("owner")}
+        run["owner"] = next(iter(owners)) if len(owners) == 1 else None
+        return run
+
+    def run_playbook(self, name, playbook, step, during=(), inventory=None, check=False, domains=None, kill_after=None):
+        """One run, with the step's during-run faults fired by timers at their moment (a fault whose
+        moment comes after the run ended is injected right after it) and an optional SIGKILL."""
+        run = self.start_run(name, playbook, step, inventory=inventory, check=check, domains=domains)
+        timers = []
+        fired = set()
+
+        def fire(fault):
+            fired.add(fault["id"])
+            self.inject(fault, during=True)
+        for fault in during:
+            timer = threading.Timer(fault["at_s"], fire, (fault,))
+            timer.start()
+            timers.append(timer)
+        if kill_after is not None:
+            process = run["process"]
+
+            def kill():
+                run["killed"] = True
+                bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL)
+            timers.append(threading.Timer(kill_after, kill))
+            timers[-1].start()
+        self.finish_run(run, timers)
+        for timer in timers:
+            timer.join()
+        for fault in during:
+            if fault["id"] not in fired:
+                self.inject(fault, during=False)
+                fault["landed"] = "after the run"
+        return run
+
+    # ---------------------------------------------------------------- a step
+    def step(self, entry):
+        index, action = entry["step"], entry["action"]
+        begin = time.time()
+        before = self.previous_after or self.probe_all()
+        for fault in entry["faults"]:
+            fault.pop("landed", None)
+        before_faults = [f for f in entry["faults"] if not f["during"]]
+        during = [f for f in entry["faults"] if f["during"]]
+        for fault in before_faults:
+            self.inject(fault)
+        active_at_start = {fid: dict(f) for fid, f in self.active.items()}
+        kind = action["kind"]
+        runs, checks, verdicts, notes = [], [], {}, {}
+        between = None
+        healed = []
+        if kind in ("heal_some", "heal_all"):
+            ids = list(self.active) if kind == "heal_all" else action["heal"]
+            healed = [(fid, self.heal(fid)) for fid in ids if fid in self.active]
+        if kind == "heal_all":
+            waits = [k["stale_at"] - time.time() for k in self.killed_locks.values()]
+            if waits and max(waits) > 0:
+                say("step %d: waiting %.0f s for a killed run's lock to go stale" % (index, max(waits) + 2))
+                self.runner.sleep(max(waits) + 2)
+            up_after = None
+            for attempt in (1, 2):
+                run = self.run_playbook("site-%d" % attempt, "site.yml", index, during=during if attempt == 1 else ())
+                runs.append(run)
+                run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
+                if run["rc"] == 0 and all(s == "UP" for s in run["ctl"].values()):
+                    up_after = attempt
+                    break
+            last = self.run_playbook("site-again", "site.yml", index)
+            last["ctl"] = {d: self.ctl_state(d) for d in last["domains"]}
+            runs.append(last)
+            if during or self.active:
+                verdicts["heal_converges"] = (None, "a fault landed during the step's runs")
+            else:
+                verdicts["heal_converges"] = inv.heal_converges(up_after, inv.changed_pairs(last["events"]) if up_after else set())
+        elif kind == "check_then_run":
+            check_run = self.run_playbook("check", "site.yml", index, check=True)
+            checks.append(check_run)
+            between = self.probe_all()
+            run = self.run_playbook("site", "site.yml", index, during=during)
+            run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
+            runs.append(run)
+            if during:
+                verdicts["check_predicts"] = (None, "a fault was injected during the real run")
+            elif check_run["rc"] != 0 or run["rc"] != 0:
+                verdicts["check_predicts"] = (None, "check rc %d, real rc %d: a failed run's changes stop where it failed" % (check_run["rc"], run["rc"]))
+            else:
+                verdicts["check_predicts"] = inv.check_predicts(check_run["events"], run["events"], before, between)
+        elif kind == "concurrent":
+            domain = action["domain"]
+            inventory = self.bed.rack_inventory(int(domain[4:]))
+            first = self.start_run("site-a", "site.yml", index, inventory=inventory, domains=[domain])
+            self.runner.sleep(action["stagger_s"])
+            second = self.start_run("site-b", "site.yml", index, inventory=inventory, domains=[domain])
+            timers = [threading.Timer(f["at_s"], self.inject, (f, True)) for f in during]
+            for timer in timers:
+                timer.start()
+            self.finish_run(first)
+            self.finish_run(second)
+            for timer in timers:
+                timer.join()
+            for run in (first, second):
+                run["ctl"] = {domain: self.ctl_state(domain)}
+                runs.append(run)
+        else:
+            playbook = "validate.yml" if kind == "validate" else "site.yml"
+            if kind == "site_change":
+                self.desired.update(action["change"])
+            run = self.run_playbook(kind, playbook, index, during=during,
+                                    kill_after=action.get("after_s") if kind == "kill" else None)
+            if not run["killed"]:
+                run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
+            runs.append(run)
+        after = self.probe_all()
+        self.previous_after = after
+        verdicts.update(self.judge(index, entry, begin, before, after, runs, checks, active_at_start, healed))
+        for name in INVARIANTS:
+            verdicts.setdefault(name, (None, "no %s in this step" % {
+                "heal_converges": "full heal", "check_predicts": "--check run"}.get(name, "run to judge")))
+        record = {"step": index,
+                  "faults": [self.describe(f) for f in entry["faults"]],
+                  "action": self.describe_action(action, healed),
+                  "rc": runs[-1]["rc"] if runs else None,
+                  "runs": [{"name": r["name"], "rc": r["rc"], "seconds": r["seconds"], "killed": r["killed"],
+                            "ctl": r.get("ctl")} for r in checks + runs],
+                  "invariants": {name: verdicts[name][0] for name in INVARIANTS},
+                  "details": {name: verdicts[name][1] for name in INVARIANTS},
+                  "active_faults": sorted(self.describe(f) for f in self.active.values()),
+                  "seconds": round(time.time() - begin, 1)}
+        return record
+
+    def describe(self, fault):
+        text = " ".join(plan.simrack_args(fault))
+        if fault.get("landed"):
+            text += " [%s]" % fault["landed"]
+        if fault.get("error"):
+            text += " [not injected: %s]" % fault["error"].splitlines()[-1][:120]
+        return text
+
+    def describe_action(self, action, healed):
+        kind = action["kind"]
+        if kind == "site_change":
+            return "site.yml with %s" % json.dumps(action["change"], sort_keys=True)
+        if kind == "check_then_run":
+            return "site.yml --check --diff, then site.yml"
+        if kind == "concurrent":
+            return "two site.yml at once on %s (%.1f s apart)" % (action["domain"], action["stagger_s"])
+        if kind == "kill":
+            return "site.yml killed (SIGKILL) after %.1f s" % action["after_s"]
+        if kind in ("heal_some", "heal_all"):
+            return "%s (%s), then site.yml%s" % (kind.replace("_", " "), ", ".join(fid for fid, _ in healed) or "nothing active",
+                                                 " until UP, and once more" if kind == "heal_all" else "")
+        return {"site": "site.yml", "validate": "validate.yml"}[kind]
+
+    def judge(self, index, entry, begin, before, after, runs, checks, active_at_start, healed):
+        verdicts = {}
+        verdicts["files_whole"] = inv.files_whole(after)
+        edited = {t for f in self.active.values() if f["kind"] == "nodelist-edit" for t in f["trays"]}
+        lists = inv.node_lists(after, self.topology, self.addresses, edited)
+        # A fault in one rack leaves another rack alone: when the step's faults hit one rack, no fault
+        # is active on the other, no legitimate change ran, and that rack was UP before.
+        racks_hit = {self.domain_of[t] for f in entry["faults"] for t in f["trays"]}
+        touched = {self.domain_of[t] for f in list(self.active.values()) + list(active_at_start.values()) for t in f["trays"]}
+        if len(racks_hit) == 1 and entry["action"]["kind"] != "site_change" and not self.killed_locks:
+            for domain in sorted(set(self.topology) - racks_hit - touched):
+                if self.rack_up.get(domain):
+                    ok, detail = inv.other_rack_untouched(before, after, self.topology[domain])
+                    if ok is False:
+                        lists = (False, "%s; %s (faults only in %s)" % (lists[1], detail, ", ".join(racks_hit)))
+        verdicts["node_lists"] = lists
+        events = {t: [e for e in (after.get(t) or {}).get("events", []) if e["time"] >= begin] for t in after}
+        boots = {t: [after[t]["boot"]] for t in after if after.get(t) and before.get(t)
+                 and after[t]["boot"] != before[t]["boot"]}
+        verdicts["busy_guard"] = inv.busy_guard(events, boots, self.topology, self.busy_intervals(), self.windows, begin)
+        real = [r for r in runs if r["playbook"] == "site.yml"]
+        verdicts["restart_intervals"] = inv.no_overlapping_restarts(real, self.domain_of) if real else (None, "no site.yml run")
+        # Locks.
+        lock_records = {}
+        for domain, trays in self.topology.items():
+            probe = after.get(trays[0])
+            lock_records[domain] = "?" if not probe else (probe["lock"] or {}).get("owner")
+        for run in real:
+            if run["killed"] and run.get("owner"):
+                released = any(e.get("task", "").startswith("Release the domain locks") and e.get("type") == "ok"
+                               for e in run["events"])
+                for domain in inv.locked_domains(run["events"], self.domain_of):
+                    if not released:
+                        probe = after.get(self.topology[domain][0]) or {}
+                        since = (probe.get("lock") or {}).get("since") or time.time()
+                        self.killed_locks[domain] = {"owner": run["owner"], "stale_at": since + RUN_VARS["imex_lock_stale_after_s"]}
+        holders = {d: k["owner"] for d, k in self.killed_locks.items()}
+        problems = []
+        ok, detail = inv.locks_after(lock_records, real, holders)
+        if ok is False:
+            problems.append(detail)
+        ok2, detail2 = inv.two_holders(real, self.domain_of)
+        if not ok2:
+            problems.append(detail2)
+        for run in real:
+            if run["killed"]:
+                continue
+            for domain in run["domains"]:
+                held = self.killed_locks.get(domain)
+                if held and held["owner"] != run.get("owner"):
+                    fine, why = inv.refused_while_locked(run, domain, held["stale_at"], run["start"])
+                    if not fine:
+                        problems.append(why)
+        for domain, held in list(self.killed_locks.items()):
+            if lock_records.get(domain) != held["owner"]:
+                del self.killed_locks[domain]      # taken over or released by a later run
+        verdicts["locks"] = (None, detail) if ok is None and not problems else (not problems, "; ".join(problems) or detail)
+        # rc and status.
+        problems, unread = [], []
+        for run in runs:
+            if run["killed"] or "ctl" not in run:
+                continue
+            if "locked by" in inv.failure_text(run["events"]):
+                continue
+            health = plan.HEALTH_VALIDATE if run["playbook"] == "validate.yml" else plan.HEALTH
+            lasting = [f for fid, f in active_at_start.items() if fid in self.active and f["kind"] in health
+                       and any(self.domain_of[t] in run["domains"] for t in f["trays"])
+                       and f.get("since", 0) < run["start"]]
+            ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses)
+            if ok is False:
+                problems.append(detail)
+            elif ok is None:
+                unread.append(detail)
+        verdicts["rc_truth"] = (not problems, "; ".join(problems) or "ok") if not unread or problems else (None, "; ".join(unread))
+        verdicts["run_bounds"] = inv.run_bounds(runs + checks)
+        texts = {}
+        for run in runs + checks:
+            texts[run["name"] + " output"] = run["output"]
+            for path in glob.glob(os.path.join(run["dir"], "**", "*"), recursive=True):
+                if os.path.isfile(path):
+                    with open(path, errors="replace") as handle:
+                        texts[os.path.relpath(path, self.out)] = handle.read()
+        verdicts["no_key_leak"] = inv.no_key_leak(texts, self.key_lines)
+        for run in runs:
+            if run.get("ctl"):
+                for domain, state in run["ctl"].items():
+                    self.rack_up[domain] = state == "UP"
+        return verdicts
+
+    def run(self):
+        self.previous_after = None
+        with open(os.path.join(self.bed.state, "id_ed25519")) as handle:
+            self.key_lines = [l.strip() for l in handle if l.strip() and not l.startswith("-----")]
+        for entry in self.series:
+            self.runner.check()
+            say("step %d/%d: faults %s; action %s" % (
+                entry["step"] + 1, len(self.series), [" ".join(plan.simrack_args(f)) + (" (during)" if f["during"] else "")
+                                                       for f in entry["faults"]] or "none", entry["action"]["kind"]))
+            record = self.step(entry)
+            self.results.append(record)
+            failed = [n for n, v in record["invariants"].items() if v is False]
+            say("step %d: rc %s, %.0f s, invariants %s" % (entry["step"] + 1, record["rc"], record["seconds"],
+                "all held or not checked" if not failed else "FAILED: " + ", ".join(failed)))
+            for name in failed:
+                say("  %s: %s" % (name, record["details"][name][:600]))
+            yield record
+
+
+def replay_command(args, kept=None):
+    command = "make soak SEED=%d STEPS=%d RACKS=%d TRAYS=%d" % (args.seed, args.steps, args.racks, args.trays)
+    if kept is not None:
+        command += " SOAK_ARGS='--keep-faults %s'" % (",".join(kept) or "none")
+    return command
+
+
+def write_results(out, args, records, counts, extra=None):
+    result = {"seed": args.seed, "racks": args.racks, "trays": args.trays, "steps_planned": args.steps,
+              "replay": replay_command(args, args.keep), "counts": counts, "steps": records}
+    result.update(extra or {})
+    with open(os.path.join(out, "results.json.tmp"), "w") as handle:
+        json.dump(result, handle, indent=1, default=str)
+    os.replace(os.path.join(out, "results.json.tmp"), os.path.join(out, "results.json"))
+    lines = ["# Soak seed %d (%d x %d trays)" % (args.seed, args.racks, args.trays), "",
+             "Replay: `%s`" % replay_command(args, args.keep), "",
+             "Steps run: %d of %d; faults injected: %d (%d during a run, %d could not be injected); runs: %d"
+             % (len(records), args.steps, counts["faults_injected"], counts["faults_during_run"],
+                counts["inject_failed"], counts["runs"]), ""]
+    held = {n: sum(1 for r in records if r["invariants"][n] is True) for n in INVARIANTS}
+    failed = {n: [r["step"] for r in records if r["invariants"][n] is False] for n in INVARIANTS}
+    unchecked = {n: sum(1 for r in records if r["invariants"][n] is None) for n in INVARIANTS}
+    lines += ["| invariant | held | failed (steps) | not checked |", "|---|---|---|---|"]
+    lines += ["| %s | %d | %s | %d |" % (n, held[n], ", ".join(map(str, failed[n])) or "-", unchecked[n]) for n in INVARIANTS]
+    lines += ["", "| step | faults | action | rc | s | failed |", "|---|---|---|---|---|---|"]
+    for r in records:
+        lines.append("| %d | %s | %s | %s | %.0f | %s |" % (r["step"], "; ".join(r["faults"]) or "-", r["action"], r["rc"],
+                                                            r["seconds"], ", ".join(n for n, v in r["invariants"].items() if v is False) or "-"))
+    if extra and extra.get("shrink"):
+        lines += ["", "Shrink: %s" % json.dumps(extra["shrink"])]
+    with open(os.path.join(out, "summary.md"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def run_series(runner, args, series, out, on_record=None):
+    """One series on a fresh bed; returns (records, counts). The bed always comes down."""
+    bed = bench.Bed(runner, args.racks, args.trays)
+    records, soak = [], None
+    try:
+        say("bringing up a %d x %d bed" % (args.racks, args.trays))
+        bed.up()
+        soak = Soak(runner, bed, args, series, out)
+        for record in soak.run():
+            records.append(record)
+            if on_record:
+                on_record(records, soak.counts)
+            if args.stop_at_failure and any(v is False for v in record["invariants"].values()):
+                break
+    finally:
+        bed.close()
+    return records, (soak.counts if soak else {})
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--racks", type=int, default=2)
+    parser.add_argument("--trays", type=int, default=4)
+    parser.add_argument("--out", default=OUT)
+    parser.add_argument("--keep-faults", default=None, help="replay with only these fault ids (a shrunk series)")
+    parser.add_argument("--shrink", action="store_true", help="on a failure, search the smallest failing set of faults")
+    parser.add_argument("--shrink-budget", type=int, default=4, help="re-runs the shrink may make")
+    parser.add_argument("--stop-at-failure", action="store_true")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 10 ** 6)
+    args.keep = None if args.keep_faults is None else [f for f in args.keep_faults.split(",") if f and f != "none"]
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    say("seed %d (%d steps, %d x %d trays)" % (args.seed, args.steps, args.racks, args.trays))
+    runner = bench.Runner()
+    runner.install()
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out, exist_ok=True)
+    series = plan.draw_series(args.seed, args.steps, args.racks, args.trays)
+    if args.keep is not None:
+        series = plan.keep_faults(series, args.keep)
+    lock = bench.BedLock(runner)
+    code, records, counts, started = 0, [], {}, time.time()
+    try:
+        lock.acquire()
+        records, counts = run_series(runner, args, series, args.out,
+                                     on_record=lambda r, c: write_results(args.out, args, r, c))
+        failing = [(r["step"], n) for r in records for n, v in r["invariants"].items() if v is False]
+        extra = {"seconds": round(time.time() - started, 1)}
+        if failing:
+            code = 1
+            say("FAILED invariants: %s" % ", ".join("step %d %s" % f for f in failing))
+            say("replay: %s" % replay_command(args, args.keep))
+            if args.shrink:
+                extra["shrink"] = shrink(runner, args, series, records, failing[0])
+        write_results(args.out, args, records, counts, extra)
+    except bench.Interrupted:
+        pass
+    except bench.BenchError as exc:
+        say("error: %s" % exc)
+        code = 1
+    finally:
+        lock.release()
+    if runner.signum is not None:
+        say("interrupted by %s; the bed is down; results of the steps run so far in %s" % (
+            signal.Signals(runner.signum).name, args.out))
+        return 128 + runner.signum
+    say("%d steps in %.0f s; results in %s" % (len(records), time.time() - started, args.out))
+    return code
+
+
+def shrink(runner, args, series, records, first):
+    """Delta debugging over the faults of the series cut after the first failing step: the smallest
+    set of faults with which the same invariant still fails somewhere in the cut series."""
+    step, name = first
+    cut = series[:step + 1]
+    ids = plan.all_fault_ids(cut)
+    say("shrink: %s failed at step %d; %d faults in steps 0..%d" % (name, step, len(ids), step))
+    trial_args = argparse.Namespace(**vars(args))
+    trial_args.steps, trial_args.stop_at_failure = step + 1, True
+
+    def fails(subset):
+        out = tempfile.mkdtemp(prefix="soak-shrink-", dir=os.path.dirname(args.out))
+        try:
+            found, _ = run_series(runner, trial_args, plan.keep_faults(cut, subset), out)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        result = any(r["invariants"][name] is False for r in found)
+        say("shrink: %d faults %s -> %s" % (len(subset), subset, "fails" if result else "passes"))
+        return result
+    smallest, calls = plan.ddmin(ids, fails, budget=args.shrink_budget)
+    trial_args.keep = smallest
+    command = replay_command(trial_args, smallest)
+    say("shrink: smallest failing series found (%d re-runs): faults %s; replay: %s" % (calls, smallest, command))
+    return {"invariant": name, "step": step, "faults": smallest, "reruns": calls, "replay": command}
+
+
+if __name__ == "__main__":
+    bench.finish(main())

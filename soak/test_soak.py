@@ -1,0 +1,233 @@
+"""Unit tests of the soak's series and invariants (no bed): `.venv/bin/python -m pytest soak -q`."""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import invariants as inv  # noqa: E402
+import plan  # noqa: E402
+
+TOPOLOGY = {"rack1": ["rack1-tray01", "rack1-tray02"], "rack2": ["rack2-tray01", "rack2-tray02"]}
+ADDRESSES = {"rack1-tray01": "198.18.1.11", "rack1-tray02": "198.18.1.12",
+             "rack2-tray01": "198.18.2.11", "rack2-tray02": "198.18.2.12"}
+DOMAIN_OF = {t: d for d, ts in TOPOLOGY.items() for t in ts}
+CONFIG_TEXT = "IMEX_CMD_PORT=50005\nLOG_LEVEL=4\n"
+
+
+def probe(nodes="198.18.1.11\n198.18.1.12\n", mode="0644", config=CONFIG_TEXT, leftovers=(), events=(), boot=100.0):
+    files = {inv.CONFIG: {"mode": "0644", "uid": 0, "sha256": str(hash(config)), "text": config},
+             inv.NODES: {"mode": mode, "uid": 0, "sha256": str(hash(nodes)), "text": nodes}}
+    return {"files": files, "leftovers": list(leftovers), "lock": None, "events": list(events), "boot": boot}
+
+
+# ---------------------------------------------------------------- the series
+def test_a_seed_draws_the_same_series_and_another_seed_another():
+    assert plan.draw_series(7, 30, 2, 4) == plan.draw_series(7, 30, 2, 4)
+    assert plan.draw_series(7, 30, 2, 4) != plan.draw_series(8, 30, 2, 4)
+
+
+def test_a_series_never_draws_an_active_fault_again_nor_two_mount_faults_on_a_tray():
+    for seed in range(40):
+        active = {}
+        for entry in plan.draw_series(seed, 40, 2, 4):
+            for fault in entry["faults"]:
+                key = plan.fault_key(fault)
+                if fault["kind"] in plan.LASTING:
+                    assert key not in active, (seed, fault)
+                    if fault["kind"] in plan.MOUNT_FAULTS:
+                        assert not any(k in plan.MOUNT_FAULTS and t == key[1] for k, t in active)
+                    active[key] = fault["id"]
+            for fid in entry["action"].get("heal", []):
+                key = next(k for k, v in active.items() if v == fid)
+                del active[key]
+            if entry["action"]["kind"] == "heal_all":
+                assert not active
+
+
+def test_every_fault_kind_and_action_is_drawn_and_about_a_third_land_during_a_run():
+    series = [e for seed in range(20) for e in plan.draw_series(seed, 50, 2, 4)]
+    faults = [f for e in series for f in e["faults"]]
+    assert {f["kind"] for f in faults} == set(plan.KINDS)
+    assert {e["action"]["kind"] for e in series} == set(plan.ACTIONS)
+    share = sum(f["during"] for f in faults) / len(faults)
+    assert 0.25 < share < 0.42
+
+
+def test_link_cut_is_a_pair_of_one_rack_and_heal_arguments_mirror_the_injection():
+    fault = {"kind": "version", "trays": ["rack1-tray02"], "extra": ["580.105.08", "--restart"]}
+    assert plan.simrack_args(fault) == ["version", "rack1-tray02", "580.105.08", "--restart"]
+    assert plan.simrack_args(fault, heal=True) == ["heal", "version", "rack1-tray02", "--restart"]
+    kill = {"kind": "daemon-kill-no-restart", "trays": ["rack2-tray01"]}
+    assert plan.simrack_args(kill) == ["daemon-kill", "rack2-tray01", "--no-restart"]
+    assert plan.simrack_args(kill, heal=True) == ["heal", "daemon-kill", "rack2-tray01"]
+    cuts = [f for seed in range(10) for e in plan.draw_series(seed, 50, 2, 4) for f in e["faults"] if f["kind"] == "link-cut"]
+    assert cuts and all(len(f["trays"]) == 2 and f["trays"][0][:5] == f["trays"][1][:5] and f["trays"][0] != f["trays"][1] for f in cuts)
+
+
+def test_keep_faults_drops_the_others_and_their_heals():
+    series = plan.draw_series(3, 30, 2, 4)
+    ids = plan.all_fault_ids(series)
+    kept = ids[:2]
+    shrunk = plan.keep_faults(series, kept)
+    assert plan.all_fault_ids(shrunk) == kept
+    assert all(set(e["action"].get("heal", [])) <= set(kept) for e in shrunk)
+    assert [e["action"]["kind"] for e in shrunk] == [e["action"]["kind"] for e in series]
+
+
+def test_ddmin_finds_the_one_minimal_failing_subset():
+    calls = []
+
+    def fails(subset):
+        calls.append(subset)
+        return {"3", "7"} <= set(subset)
+    found, count = plan.ddmin([str(i) for i in range(10)], fails)
+    assert sorted(found) == ["3", "7"] and count == len(calls)
+    found, count = plan.ddmin([str(i) for i in range(10)], fails, budget=2)
+    assert count == 2 and {"3", "7"} <= set(found)
+
+
+# ---------------------------------------------------------------- 1 and 2
+def test_files_whole_passes_designed_files_and_names_each_defect():
+    assert inv.files_whole({"rack1-tray01": probe()})[0] is True
+    bad = {"rack1-tray01": probe(mode="0600"), "rack1-tray02": probe(config="LOG_LEVEL=4\nIMEX_CMD_P"),
+           "rack2-tray01": probe(leftovers=["/etc/nvidia-imex/.nodes_config.cfg.x1.tmp"])}
+    ok, detail = inv.files_whole(bad)
+    assert ok is False
+    assert "rack1-tray01: /etc/nvidia-imex/nodes_config.cfg mode 0600, designed 0644" in detail
+    assert "rack1-tray02: /etc/nvidia-imex/config.cfg does not parse" in detail
+    assert "temporary file left: /etc/nvidia-imex/.nodes_config.cfg.x1.tmp" in detail
+    assert inv.files_whole({"rack1-tray01": None})[0] is None
+
+
+def test_node_lists_must_match_within_a_domain_and_stay_inside_it():
+    same = {t: probe(nodes="198.18.1.11\n198.18.1.12\n") for t in TOPOLOGY["rack1"]}
+    same.update({t: probe(nodes="198.18.2.11\n198.18.2.12\n") for t in TOPOLOGY["rack2"]})
+    assert inv.node_lists(same, TOPOLOGY, ADDRESSES)[0] is True
+    differ = dict(same, **{"rack1-tray02": probe(nodes="198.18.1.12\n198.18.1.11\n")})
+    ok, detail = inv.node_lists(differ, TOPOLOGY, ADDRESSES)
+    assert ok is False and "domain rack1: node lists differ" in detail
+    assert inv.node_lists(differ, TOPOLOGY, ADDRESSES, edited_trays={"rack1-tray02"})[0] is True
+    foreign = dict(same, **{t: probe(nodes="198.18.1.11\n198.18.2.11\n") for t in TOPOLOGY["rack1"]})
+    ok, detail = inv.node_lists(foreign, TOPOLOGY, ADDRESSES)
+    assert ok is False and "lists another domain's trays: ['198.18.2.11']" in detail
+
+
+def test_another_rack_must_keep_its_files_and_daemon_starts():
+    start = {"event": "start", "pid": 10, "time": 1.0}
+    before = {"rack2-tray01": probe(events=[start])}
+    assert inv.other_rack_untouched(before, {"rack2-tray01": probe(events=[start])}, ["rack2-tray01"])[0] is True
+    restarted = {"rack2-tray01": probe(events=[start, {"event": "start", "pid": 11, "time": 2.0}])}
+    ok, detail = inv.other_rack_untouched(before, restarted, ["rack2-tray01"])
+    assert ok is False and "daemon started again ([11])" in detail
+
+
+# ---------------------------------------------------------------- 3
+def test_a_stop_on_a_busy_domain_fails_unless_the_soak_itself_caused_it():
+    events = {"rack1-tray02": [{"event": "stop", "pid": 5, "time": 50.0}]}
+    busy = [("rack1-tray01", 40.0, None)]
+    ok, detail = inv.busy_guard(events, {}, TOPOLOGY, busy, [], step_start=30.0)
+    assert ok is False and "daemon stop (PID 5) on rack1-tray02 at 50.0 while domain rack1 was busy (rack1-tray01)" in detail
+    own = [{"trays": ["rack1-tray02"], "start": 49.0, "end": 49.5}]
+    assert inv.busy_guard(events, {}, TOPOLOGY, busy, own, step_start=30.0)[0] is True
+    assert inv.busy_guard(events, {}, TOPOLOGY, [("rack1-tray01", 60.0, None)], [], step_start=30.0)[0] is True
+    assert inv.busy_guard(events, {}, TOPOLOGY, [("rack2-tray01", 40.0, None)], [], step_start=30.0)[0] is True
+    assert inv.busy_guard({}, {"rack1-tray01": [55.0]}, TOPOLOGY, busy, [], step_start=30.0)[0] is False
+
+
+# ---------------------------------------------------------------- 4 and 5
+def run_events(start, end, hosts, owner="run-a", lock_ok=True, check_failed=False):
+    events = [{"type": "task_start", "task": inv.LOCK_TASK, "time": start - 5},
+              {"type": "ok" if lock_ok else "failed", "task": inv.LOCK_TASK, "host": hosts[0], "time": start - 4,
+               "items": [{"item": {"domain": DOMAIN_OF[hosts[0]]}, "failed": not lock_ok, "owner": owner}]}]
+    if check_failed:
+        events.append({"type": "failed", "task": inv.LOCK_CHECK_TASK, "host": hosts[0], "time": start - 1})
+    events.append({"type": "task_start", "task": "Stop IMEX daemon", "time": start})
+    events += [{"type": "ok", "task": "Stop IMEX daemon", "host": h, "changed": True, "time": start + 1} for h in hosts]
+    events.append({"type": "task_start", "task": "Start IMEX daemon", "time": start + 1})
+    events += [{"type": "ok", "task": "Start IMEX daemon", "host": h, "changed": True, "time": end} for h in hosts]
+    return events
+
+
+def test_restart_intervals_of_one_domain_may_not_overlap_between_runs():
+    a = {"name": "a", "events": run_events(10, 20, TOPOLOGY["rack1"])}
+    b = {"name": "b", "events": run_events(25, 30, TOPOLOGY["rack1"], owner="run-b")}
+    assert inv.restart_intervals(a["events"], DOMAIN_OF) == {"rack1": (10, 20)}
+    assert inv.no_overlapping_restarts([a, b], DOMAIN_OF)[0] is True
+    c = {"name": "c", "events": run_events(15, 30, TOPOLOGY["rack1"], owner="run-c")}
+    ok, detail = inv.no_overlapping_restarts([a, c], DOMAIN_OF)
+    assert ok is False and "a and c restarted rack1 at once" in detail
+
+
+def test_a_restart_without_the_lock_or_after_losing_it_fails():
+    unlocked = {"name": "x", "events": run_events(10, 20, TOPOLOGY["rack1"], lock_ok=False)}
+    assert "restarted rack1 without holding its lock" in inv.no_overlapping_restarts([unlocked], DOMAIN_OF)[1]
+    lost = {"name": "y", "events": run_events(10, 20, TOPOLOGY["rack1"], check_failed=True)}
+    assert "restarted rack1 after losing its lock" in inv.no_overlapping_restarts([lost], DOMAIN_OF)[1]
+
+
+def test_locks_left_by_finished_runs_and_two_holders():
+    runs = [{"owner": "run-a", "killed": False}, {"owner": "run-k", "killed": True}]
+    assert inv.locks_after({"rack1": None, "rack2": "run-k"}, runs, {"rack2": "run-k"})[0] is True
+    ok, detail = inv.locks_after({"rack1": "run-a", "rack2": None}, runs, {})
+    assert ok is False and "domain rack1: lock left by run-a, a run that finished" in detail
+    assert inv.locks_after({"rack1": "?", "rack2": "?"}, runs, {})[0] is None
+    both = [{"name": "a", "events": run_events(1, 2, TOPOLOGY["rack1"])},
+            {"name": "b", "events": run_events(3, 4, TOPOLOGY["rack1"], owner="run-b")}]
+    assert inv.two_holders(both, DOMAIN_OF) == (False, "rack1 held by a and b")
+
+
+def test_a_run_during_a_killed_run_s_fresh_lock_must_refuse_with_locked_by():
+    refused = {"name": "r", "rc": 2, "output": "rack1-tray01 is locked by run-k since ..."}
+    assert inv.refused_while_locked(refused, "rack1", stale_at=100, now_start=50)[0] is True
+    ran = {"name": "r", "rc": 0, "output": "ok"}
+    assert inv.refused_while_locked(ran, "rack1", stale_at=100, now_start=50)[0] is False
+    assert inv.refused_while_locked(ran, "rack1", stale_at=100, now_start=101)[0] is True
+
+
+# ---------------------------------------------------------------- 6, 7, 8
+def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming_it():
+    run = {"name": "s", "rc": 0, "domains": ["rack1", "rack2"], "events": []}
+    assert inv.rc_truth(run, {"rack1": "UP", "rack2": "UP"}, [], ADDRESSES)[0] is True
+    assert inv.rc_truth(run, {"rack1": "UP", "rack2": "DEGRADED"}, [], ADDRESSES) == (False, "s rc 0 but rack2 DEGRADED")
+    cut = {"kind": "link-cut", "trays": ["rack1-tray01", "rack1-tray02"]}
+    assert inv.rc_truth(run, {"rack1": "UP", "rack2": "UP"}, [cut], ADDRESSES)[0] is False
+    failed = {"name": "s", "rc": 2, "domains": ["rack1"], "events": [
+        {"type": "failed", "host": "rack1-tray01", "msg": "pair 0 (198.18.1.11) -> 1 (198.18.1.12): RECOVERING"}]}
+    assert inv.rc_truth(failed, {"rack1": "DEGRADED"}, [cut], ADDRESSES)[0] is True
+    mute = {"name": "s", "rc": 2, "domains": ["rack1"], "events": [
+        {"type": "failed", "host": "rack1-tray01", "msg": "domain rack1 is not healthy (198.18.1.111)"}]}
+    assert inv.rc_truth(mute, {"rack1": "DEGRADED"}, [cut], ADDRESSES)[0] is False
+
+
+def test_heal_converges_within_two_runs_then_changes_nothing():
+    assert inv.heal_converges(2, set())[0] is True
+    assert inv.heal_converges(None, set())[0] is False
+    assert inv.heal_converges(1, {("rack1-tray01", "Write config")})[0] is False
+
+
+def test_check_must_predict_the_real_changes_and_change_nothing():
+    change = [{"type": "ok", "task": "Write config", "host": "rack1-tray01", "changed": True, "time": 1}]
+    before = {"rack1-tray01": probe()}
+    assert inv.check_predicts(change, change, before, {"rack1-tray01": probe()})[0] is True
+    ok, detail = inv.check_predicts([], change, before, {"rack1-tray01": probe()})
+    assert ok is False and "made but not predicted: [('rack1-tray01', 'Write config')]" in detail
+    ok, detail = inv.check_predicts(change, change, before, {"rack1-tray01": probe(boot=200.0)})
+    assert ok is False and "the check run changed rack1-tray01" in detail
+    assert inv.check_predicts(change, change, before, {"rack1-tray01": None})[0] is None
+
+
+# ---------------------------------------------------------------- 9, 10
+def test_key_leak_finds_a_pem_header_or_a_body_line():
+    body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+    assert inv.no_key_leak({"out": "all fine"}, [body])[0] is True
+    assert inv.no_key_leak({"out": "x\n-----BEGIN OPENSSH PRIVATE KEY-----\n"}, [body])[0] is False
+    assert inv.no_key_leak({"report": "..." + body + "..."}, [body]) == (False, "report holds a private key line")
+
+
+def test_run_bound_grows_with_domains_and_timeouts_and_flags_slow_runs():
+    assert inv.run_bound_s(2, 20, 5) == 180 + 60 + 2 * (20 + 10 + 30)
+    assert inv.run_bound_s(2, 300, 30) > inv.run_bound_s(2, 20, 5)
+    runs = [{"name": "a", "seconds": 100, "bound_s": 300}, {"name": "k", "seconds": 900, "bound_s": 300, "killed": True}]
+    assert inv.run_bounds(runs)[0] is True
+    assert inv.run_bounds(runs + [{"name": "b", "seconds": 301, "bound_s": 300}]) == (False, "b took 301 s > 300 s")
