@@ -30,6 +30,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.rackscale.imex.plugins.module_utils._activity import slurm_busy
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
+from ansible_collections.rackscale.imex.plugins.module_utils._slurm import SWITCH_NVIDIA_IMEX, glob_covers
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
@@ -42,6 +43,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     path_problem,
     tls_file_problems,
 )
+from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import (
     domain_report,
     problems_message,
@@ -71,7 +73,7 @@ OPTION_TYPES = {
     "imex_config_path": "str", "imex_nodes_config_path": "str", "imex_service": "str",
     "imex_unix_socket": "str", "imex_tls_dir": "str", "imex_slurm_node_name": "str",
     "imex_trays_out_of_service": "list", "imex_slurm_prolog_dir": "str", "imex_slurm_epilog_dir": "str",
-    "imex_slurm_probe_partition": "str",
+    "imex_slurm_probe_partition": "str", "imex_tls_min_days_left": "int",
 }
 
 # Options that shape the whole run (the model, the waves, the locks, the reports): one value for
@@ -85,6 +87,9 @@ RUN_WIDE_OPTIONS = ("imex_domains_group", "imex_max_nodes", "imex_allow_mixed_fa
 
 # The daemon's TLS material under imex_tls_dir: (file, mode).
 TLS_FILES = (("ca.crt", "0644"), ("tray.crt", "0644"), ("tray.key", "0600"))
+# Written under imex_tls_dir right after a run signalled the daemon to reload its TLS files (SIGUSR1):
+# TLS files older than it are in force although the daemon started before them.
+TLS_RELOAD_MARK = "reloaded"
 # A file whose change time is later than the daemon's start by more than this ran no restart since it
 # was written. The daemon's start is read from the monotonic clock and the change time from the wall
 # clock: a second covers their conversion and a file written in the same instant as a start.
@@ -205,6 +210,10 @@ def owned_settings(options, address):
 
 def tls_paths(options):
     return [os.path.join(options["imex_tls_dir"], name) for name, _mode in TLS_FILES] if options.get("imex_tls") else []
+
+
+def tls_reload_mark(options):
+    return os.path.join(options["imex_tls_dir"], TLS_RELOAD_MARK)
 
 
 # A Slurm partition name: one word, as srun --partition takes it.
@@ -361,8 +370,13 @@ def run_wide_problems(trays, tray_options):
             for name, held in sorted(_differences(trays, tray_options, RUN_WIDE_OPTIONS).items())]
 
 
-def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_only=False, is_file=os.path.isfile):
+def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_only=False, is_file=os.path.isfile,
+              tls_check_time=None, read_text=None):
     """The plan of a run before any tray is contacted; PlanError with every problem.
+
+    tls_check_time: epoch seconds at which each tray's certificate must be valid (and stay valid for
+    imex_tls_min_days_left); the clock is read once for it when not given. read_text: reads a
+    controller file as bytes (the TLS material given as paths).
 
     model: the domain model (imex_domain_model); tray_options: {tray: its options, converted}, for
     every tray of the play (each tray's own values: its host and group variables, else the role's
@@ -397,8 +411,16 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
                 seen.add(problem)
                 problems.append(problem)
     problems.extend(lock_problems(first))
-    problems.extend(tls_file_problems([(tray, tray_options[tray]) for tray in trays if tray_options[tray].get("imex_tls")],
-                                      is_file=is_file))
+    tls_trays = [tray for tray in trays if tray_options[tray].get("imex_tls")]
+    missing = tls_file_problems([(tray, tray_options[tray]) for tray in tls_trays], is_file=is_file)
+    problems.extend(missing)
+    certificates = {}
+    if tls_trays and not missing:
+        addresses = {node["host"]: node["address"] for name in domains_in_run for node in model["domains"][name]["nodes"]}
+        certificates, found = tls_problems_and_expiry(
+            [(tray, addresses[tray], tray_options[tray]) for tray in tls_trays],
+            time.time() if tls_check_time is None else tls_check_time, **({"read_text": read_text} if read_text else {}))
+        problems.extend(found)
     if problems:
         raise PlanError(problems)
 
@@ -461,7 +483,10 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             # The isolation channels as a list (they may have come as JSON or YAML text).
             "channels_extra": list(options.get("imex_channels") or []),
             "read_files": [options["imex_nodes_config_path"], options["imex_config_path"]],
-            "read_stat_files": tls_paths(options),
+            # The reload mark after the TLS files: a daemon that reloaded them runs them.
+            "read_stat_files": tls_paths(options) + ([tls_reload_mark(options)] if options.get("imex_tls") else []),
+            "tls_files": tls_paths(options),
+            "tls_certificate": certificates.get(tray),
             "per_job": options["imex_mode"] == PER_JOB,
             "slurm_job_paths": slurm_job_paths(options) if options["imex_mode"] == PER_JOB else {},
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.
@@ -494,19 +519,40 @@ def pending_restart(read, service, paths, stat_paths=()):
     started = daemon_started(read, service)
     if started is None:
         return None
+    newer = _written_after(read, list(paths) + list(stat_paths), started)
+    if not newer:
+        return None
+    return "daemon started at %s, before %s" % (_utc(started), newer)
+
+
+def _written_after(read, paths, since):
+    """'<paths> was/were written at <time>' for those of ``paths`` the read shows changed after ``since``."""
     files = dict((read or {}).get("files") or {})
     files.update((read or {}).get("stat_files") or {})
     newer = []
-    for path in list(paths) + list(stat_paths):
+    for path in paths:
         ctime = (files.get(path) or {}).get("ctime")
-        if ctime is not None and ctime > started + PENDING_SLACK_S:
+        if ctime is not None and ctime > since + PENDING_SLACK_S:
             newer.append((ctime, path))
     if not newer:
         return None
     newest, _path = max(newer)
-    return "daemon started at %s, before %s %s written at %s" % (
-        _utc(started), ", ".join(path for _ctime, path in sorted(newer)), "was" if len(newer) == 1 else "were",
-        _utc(newest))
+    return "%s %s written at %s" % (", ".join(path for _ctime, path in sorted(newer)),
+                                    "was" if len(newer) == 1 else "were", _utc(newest))
+
+
+def pending_reload(read, service, tls_files, reload_mark):
+    """Why a running daemon runs TLS files older than those on disk, or None: files changed after both
+    its start and the last reload a run signalled (the mark it writes right after the signal)."""
+    started = daemon_started(read, service)
+    if started is None:
+        return None
+    marked = (((read or {}).get("stat_files") or {}).get(reload_mark) or {}).get("ctime")
+    since = max(started, marked or 0)
+    newer = _written_after(read, tls_files, since)
+    if not newer:
+        return None
+    return "TLS credentials loaded at %s, before %s" % (_utc(since), newer)
 
 
 def _utc(epoch):
@@ -613,6 +659,174 @@ def _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256
     entry["per_job_problems"] = problems
 
 
+# ---------------------------------------------------------------------------------------------------
+# Slurm's IMEX channel plugin (switch/nvidia_imex), as scontrol show config tells it on each tray.
+
+# What scontrol says when slurmctld cannot be reached (a cluster is there, but not answering), and
+# what the read says of a call that hung.
+_CONTROLLER_UNREACHABLE = ("Unable to contact slurm controller", "did not answer")
+SLURM_MODES = ("slurm", PER_JOB)
+
+
+def _unreachable(error):
+    return any(text in str(error or "") for text in _CONTROLLER_UNREACHABLE)
+
+
+def _tray_slurm_issues(options, read, entry):
+    """([problem], [warning]) of one tray, each a sentence without the tray's name."""
+    mode = options["imex_mode"]
+    asks_channels = bool(options.get("imex_channel0")) or bool(options.get("imex_channels"))
+    found = read.get("slurm_config")
+    problems, warnings = [], []
+    if not isinstance(found, dict):
+        return problems, warnings
+    if not found.get("installed"):
+        if mode in SLURM_MODES:
+            warnings.append("scontrol is not installed: slurm.conf is not checked against imex_mode=%s (SwitchType, "
+                            "the channel count%s)" % (mode, ", PrologFlags, Prolog and Epilog" if mode == PER_JOB else ""))
+        return problems, warnings
+    config = found.get("config")
+    if found.get("error") or not isinstance(config, dict):
+        # Outside the Slurm modes, an scontrol that finds no cluster (no configuration source) is no cluster.
+        if mode in SLURM_MODES or (asks_channels and _unreachable(found.get("error"))):
+            warnings.append("Slurm's configuration could not be read (%s): slurm.conf is not checked against the IMEX "
+                            "channels%s" % (found.get("error") or "no answer",
+                                            " and the per-job prolog" if mode == PER_JOB else ""))
+        return problems, warnings
+    owns = config.get("switch_type") == SWITCH_NVIDIA_IMEX
+    if mode in SLURM_MODES and not owns:
+        problems.append("imex_mode=%s, but Slurm's SwitchType is %s: add SwitchType=%s to slurm.conf; Slurm then owns "
+                        "the channels (a change of SwitchType takes a restart of every Slurm daemon)"
+                        % (mode, config.get("switch_type") or "not set", SWITCH_NVIDIA_IMEX))
+    if owns:
+        why = ("Slurm's %s (SwitchType in slurm.conf) owns the IMEX channels: slurmd empties "
+               "/dev/nvidia-caps-imex-channels when it starts and gives each job its own channel" % SWITCH_NVIDIA_IMEX)
+        if options.get("imex_channel0"):
+            problems.append("imex_channel0=true (imex_mode=%s), but %s; set imex_channel0=false" % (mode, why))
+        if options.get("imex_channels"):
+            problems.append("imex_channels asks for channel(s) %s (imex_mode=%s), but %s; set imex_channels=[]"
+                            % (", ".join(str((channel or {}).get("channel")) for channel in options["imex_channels"]),
+                               mode, why))
+        plugin_count = config.get("imex_channel_count")
+        count = (read.get("channel_count") or {}).get("value")
+        if plugin_count is None:
+            warnings.append("SwitchParameters=%s in slurm.conf gives no whole number for imex_channel_count: the "
+                            "channel count is not checked" % config.get("switch_parameters"))
+        elif count is not None and count != plugin_count:
+            problems.append(
+                "Slurm's %s hands out channels 1 to %d (imex_channel_count=%d: SwitchParameters in slurm.conf, 2048 "
+                "when unset), but the driver makes %d (NVreg_ImexChannelCount=%d, read from %s): make them one value, "
+                "either SwitchParameters=imex_channel_count=%d in slurm.conf or \"options nvidia "
+                "NVreg_ImexChannelCount=%d\" in /etc/modprobe.d on every tray (then rebuild the initramfs and reload "
+                "the driver)" % (SWITCH_NVIDIA_IMEX, plugin_count - 1, plugin_count, count, count,
+                                 (read.get("channel_count") or {}).get("source"), count, plugin_count))
+        elif count is None and mode in SLURM_MODES:
+            warnings.append("the driver's NVreg_ImexChannelCount could not be read (driver not loaded?): its match with "
+                            "Slurm's imex_channel_count=%d is not checked" % plugin_count)
+    if mode == PER_JOB:
+        if "Alloc" not in (config.get("prolog_flags") or []):
+            problems.append("PrologFlags is %s: the per-job prolog must run on every node of a job when it is "
+                            "allocated; add PrologFlags=Alloc to slurm.conf (keeping any other flag: "
+                            "PrologFlags=Alloc,...)" % (",".join(config.get("prolog_flags") or []) or "not set"))
+        for what, key, option in (("prolog", "Prolog", "imex_slurm_prolog_dir"),
+                                  ("epilog", "Epilog", "imex_slurm_epilog_dir")):
+            installed = (entry.get("slurm_job_paths") or {}).get(what)
+            entries = config.get(what) or []
+            if installed and not any(glob_covers(pattern, installed) for pattern in entries):
+                problems.append("slurm.conf runs %s, not %s, where the role installs the per-job %s (%s=%s): add "
+                                "the line %s=%s/* to slurm.conf (slurmd runs every %s= entry), or set %s to the "
+                                "directory slurm.conf runs"
+                                % ("%s=%s" % (key, ",".join(entries)) if entries else "no %s" % key, installed, what,
+                                   option, options.get(option), key, options.get(option), key, option))
+    return problems, warnings
+
+
+def slurm_channel_checks(plan, tray_options, reads):
+    """([problem], [warning]) of the run's trays against Slurm's configuration and the driver's channel count.
+
+    Each sentence names its domain and trays, and the slurm.conf line or option to change. A configuration
+    that cannot be read (slurmctld unreachable) is a warning, not a refusal.
+    """
+    problems, warnings = [], []
+    for name, domain in sorted(plan["domains"].items()):
+        refused, warned, counts = {}, {}, {}
+        for tray in domain["trays_in_run"]:
+            read = reads.get(tray) or {}
+            found, said = _tray_slurm_issues(tray_options[tray], read, plan["trays"][tray])
+            for sentence in found:
+                refused.setdefault(sentence, []).append(tray)
+            for sentence in said:
+                warned.setdefault(sentence, []).append(tray)
+            count = (read.get("channel_count") or {}).get("value")
+            if count is not None:
+                counts.setdefault(count, []).append(tray)
+        problems.extend("domain %s, tray%s %s: %s" % (name, "s" if len(trays) > 1 else "", ", ".join(trays), sentence)
+                        for sentence, trays in refused.items())
+        warnings.extend("domain %s, tray%s %s: %s" % (name, "s" if len(trays) > 1 else "", ", ".join(trays), sentence)
+                        for sentence, trays in warned.items())
+        if len(counts) > 1:
+            problems.append("domain %s: NVreg_ImexChannelCount differs between its trays (%s); the driver needs one "
+                            "value on every node: set \"options nvidia NVreg_ImexChannelCount=N\" in /etc/modprobe.d "
+                            "alike on every tray (then rebuild the initramfs and reload the driver)"
+                            % (name, "; ".join("%d on %s" % (count, ", ".join(trays))
+                                               for count, trays in sorted(counts.items()))))
+    return problems, warnings
+
+
+# ---------------------------------------------------------------------------------------------------
+# The probe of a per-job domain (validate.yml): a short exclusive job across it, its matrix judged.
+
+def _slurm_idle(read):
+    """(idle, what the read says of the node's Slurm state)."""
+    slurm = (read or {}).get("slurm") or {}
+    if not slurm.get("installed"):
+        return False, "scontrol is not installed"
+    if slurm.get("error") or not slurm.get("state"):
+        return False, "state unknown (%s)" % (slurm.get("error") or "no state")
+    return slurm["state"] == "IDLE", slurm["state"]
+
+
+def probe_decision(plan, name, tray_options, reads):
+    """(the probe's arguments, None) for a per-job domain validate.yml probes now, (None, why not) for one it
+    skips, (None, None) where no probe is asked for (imex_slurm_probe_partition unset, or site.yml)."""
+    domain = plan["domains"][name]
+    partition = tray_options[domain["leader"]].get("imex_slurm_probe_partition") or ""
+    if not partition:
+        return None, None
+    if plan["check_mode"]:
+        return None, "check mode: no job is submitted"
+    if domain["partial"]:
+        return None, "this run holds only part of the domain (--limit)"
+    broken = [tray for tray in domain["trays_in_run"] if plan["trays"][tray].get("per_job_problems")]
+    if broken:
+        return None, "its installation is not as site.yml leaves it on %s (see the problems)" % ", ".join(broken)
+    states = {tray: _slurm_idle(reads.get(tray)) for tray in domain["trays_in_run"]}
+    busy = ["%s: %s" % (tray, said) for tray, (idle, said) in states.items() if not idle]
+    if busy:
+        return None, "not idle in Slurm (%s)" % "; ".join(busy)
+    trays = domain["trays_in_run"]
+    addresses = dict(zip(domain["trays"], domain["addresses"]))
+    return {"partition": partition, "runner": domain["leader"],
+            "nodes": [plan["trays"][tray]["slurm_node_name"] for tray in trays],
+            "expected_nodes": [addresses[tray] for tray in trays], "expected_names": list(trays)}, None
+
+
+def probe_verdict(name, probe, found):
+    """([problem], sentence for the report) of a domain's probe from the imex_slurm_probe result."""
+    where = "a probe job in partition %s on %s" % (probe["partition"], ", ".join(probe["nodes"]))
+    if not found:
+        return ["%s did not run (no result)" % where], None
+    if found.get("failed"):
+        return ["%s failed: %s" % (where, found.get("msg") or "unknown error")], None
+    if not found.get("probed"):
+        return [], "%s was not run, as Slurm could not give the nodes at once: %s" % (where, found.get("reason"))
+    if found.get("healthy"):
+        return [], "%s saw the domain %s, every node READY and every pair connected" % (
+            where, found.get("domain_state"))
+    return ["%s saw domain state %s: %s" % (where, found.get("domain_state"), problem)
+            for problem in found.get("problems") or ["no problem recorded"]], None
+
+
 # The bound of a long tray command of the run (the initramfs rebuild: minutes with several kernels).
 LONG_COMMAND_TIMEOUT_S = 900
 
@@ -639,6 +853,10 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
         raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
     plan = json.loads(json.dumps(plan))
     plan["notes"] = notes or []
+    slurm_problems, plan["warnings"] = slurm_channel_checks(plan, tray_options, reads)
+    if slurm_problems:
+        raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "
+                         "was changed:"] + slurm_problems)
     handover = []
     for name, domain in plan["domains"].items():
         service = domain["service"]
@@ -655,7 +873,7 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
             handover.extend("domain %s: trays %s share the Slurm node name %s; the per-job map needs one name per "
                             "tray (set imex_slurm_node_name)" % (name, ", ".join(trays), node)
                             for node, trays in sorted(shared.items()) if len(trays) > 1)
-        pending = {}
+        pending, pending_reloads = {}, {}
         for tray in domain["trays_in_run"]:
             options = tray_options[tray]
             read = in_run[tray]
@@ -684,11 +902,27 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                                                         "write_map", "write_prolog", "write_epilog", "release"))
             entry["channels_role"] = (domain["mode"] in ("slurm", PER_JOB, "dra") or bool(options.get("imex_channels"))
                                       or bool(entry["channels"]))
-            why = pending_restart(read, service, entry["read_files"], entry["read_stat_files"])
+            tls_files = entry.get("tls_files") or []
+            mark = tls_reload_mark(options)
+            why = pending_restart(read, service, entry["read_files"],
+                                  [path for path in entry["read_stat_files"] if path not in tls_files and path != mark])
+            tls_why = pending_reload(read, service, tls_files, mark)
+            # The running daemon runs the config on disk, TLS on with these files: new TLS files alone are
+            # put in force by SIGUSR1, which reloads file-based TLS credentials without making the daemon
+            # a new instance (its peers keep what it exports). Anything else in config.cfg takes a restart.
+            entry["tls_reload_ok"] = bool(entry["write_tls"] and not per_job and not entry["write_nodes"]
+                                          and not entry["write_config"] and not why
+                                          and daemon_started(read, service) is not None)
+            # Written for real where only a reload follows, even in a busy or partly run domain.
+            entry["tls_predicted"] = bool(plan["check_mode"] or (entry["predicted"] and not entry["tls_reload_ok"]))
             # Per job, each prolog starts the daemon afresh with the files on disk.
-            if why and domain["mode"] not in ("dra", PER_JOB):
-                pending[tray] = why
+            if domain["mode"] not in ("dra", PER_JOB):
+                if why or (tls_why and not entry["tls_reload_ok"]):
+                    pending[tray] = why or tls_why
+                elif tls_why:
+                    pending_reloads[tray] = tls_why
         domain["pending"] = pending
+        domain["pending_reload"] = pending_reloads
         if domain["mode"] == "dra" and converge:
             running = [tray for tray in domain["trays_in_run"]
                        if (in_run[tray].get("services") or {}).get(service) == "active"]
@@ -704,6 +938,15 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                                                   "job)."))
     if handover:
         raise PlanError(handover)
+    # validate.yml probes the idle per-job domains with a job, where a partition is given.
+    plan["probe_now"], plan["probe_skipped"] = [], []
+    for name in plan["per_job_domains"]:
+        probe, skipped = (None, None) if converge else probe_decision(plan, name, tray_options, reads)
+        plan["domains"][name].update(probe=probe, probe_skipped=skipped)
+        if probe:
+            plan["probe_now"].append(name)
+        elif skipped:
+            plan["probe_skipped"].append("domain %s: no probe job: %s" % (name, skipped))
     # Under --check a converge restarts nothing and so proves nothing; the DRA driver's domains are
     # not the host daemon's to prove.
     # A per-job domain has no daemon to prove between jobs: its installation is judged instead.
@@ -732,7 +975,9 @@ def restart(plan, wave, writes, statuses):
     ({} where a write did not run); statuses: {domain: the imex_status result its leader read}.
     A domain restarts, every tray together, when a write changed a file of one of its trays or when a
     daemon runs files older than those on disk (pending); a tray the status does not show READY in a
-    domain that does not restart is only started.
+    domain that does not restart is only started. A running daemon whose TLS files alone changed (the
+    plan's tls_reload_ok) reloads them instead (SIGUSR1): no restart, so work running on the domain or
+    trays left out of the run do not hold it back.
     """
     plan = json.loads(json.dumps(plan))
     problems = []
@@ -752,10 +997,15 @@ def restart(plan, wave, writes, statuses):
                             "was restarted." % (name, "; ".join("%s on %s" % (str(checksum)[:12], ", ".join(holders))
                                                                 for checksum, holders in by_checksum.items())))
             continue
-        changes, reasons, joining = {}, {}, []
+        changes, reasons, joining, reloads = {}, {}, [], {}
         for tray in in_run:
             changes[tray] = [what for what, result in sorted((writes.get(tray) or {}).items())
                              if (result or {}).get("changed")]
+            if plan["trays"][tray].get("tls_reload_ok") and changes[tray] == ["TLS material"]:
+                reloads[tray] = "new TLS material"
+                changes[tray] = []
+            elif not changes[tray] and tray in (domain.get("pending_reload") or {}):
+                reloads[tray] = "pending reload: " + domain["pending_reload"][tray]
             # Not where the writes were held back (a partial or busy domain): they were not made.
             if changes[tray] and plan["trays"][tray].get("stopped") and not (domain["partial"] or domain["busy"]):
                 # A stopped daemon reads its new files when it starts; the running trays' files did not
@@ -796,12 +1046,17 @@ def restart(plan, wave, writes, statuses):
             domain["restart"] = True
             # The restart puts the files on disk in force: the proof judges the new daemons.
             domain["pending"] = {}
+        # A restart loads the new TLS files too; else the reload puts them in force.
+        domain["reload"] = {} if domain["restart"] else reloads
+        if domain["restart"] or reloads:
+            domain["pending_reload"] = {}
         status = statuses.get(name) or {}
         ready = {node.get("address") for node in status.get("nodes") or [] if node.get("status") == "READY"}
         starts = [] if domain["restart"] else [
             tray for tray in in_run if plan["trays"][tray]["address"] not in ready or tray in joining]
         domain["start"] = starts
-        domain["proven_before_restart"] = bool(status.get("healthy")) and not domain["restart"] and not starts
+        domain["proven_before_restart"] = (bool(status.get("healthy")) and not domain["restart"] and not starts
+                                           and not domain["reload"])
     if problems:
         raise PlanError(problems)
     # A domain whose status read before any restart proves it, and in which nothing restarts or
@@ -816,6 +1071,7 @@ def restart(plan, wave, writes, statuses):
             entry = plan["trays"][tray]
             entry["restart"] = bool(domain.get("restart"))
             entry["start"] = tray in domain.get("start", [])
+            entry["reload"] = tray in (domain.get("reload") or {})
             if entry["restart"]:
                 entry["action"] = "restarting all %d trays of domain %s together: %s" % (
                     len(domain["trays"]), name, reasons.get(tray) or "%s of its trays: %s" % (
@@ -823,6 +1079,9 @@ def restart(plan, wave, writes, statuses):
                         "; ".join("%s: %s" % item for item in sorted(reasons.items()))))
             elif entry["start"]:
                 entry["action"] = "starting the daemon: the status of domain %s does not show this tray READY" % name
+            elif entry["reload"]:
+                entry["action"] = "reloading the TLS credentials of the daemon (SIGUSR1; no restart of domain %s): %s" % (
+                    name, domain["reload"][tray])
     return plan
 
 
@@ -850,8 +1109,11 @@ def guard(plan, wave, reads):
 # ---------------------------------------------------------------------------------------------------
 # Verdicts.
 
-def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0, logs=None, pending=None):
+def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0, logs=None, pending=None,
+             probes=None):
     """The report of each domain of ``domains`` from its proof (statuses: {domain: imex_status result}).
+
+    probes: {domain: imex_slurm_probe result} of the per-job domains validate.yml probed.
 
     pending: {domain: {tray: why}} daemons that run older files than those on disk: the domain is not
     proven to run what the inventory says, whatever its matrix shows.
@@ -859,7 +1121,7 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
     reports = []
     for name in domains:
         if plan["domains"][name].get("mode") == PER_JOB:
-            reports.append(per_job_report(plan, model, name))
+            reports.append(per_job_report(plan, model, name, (probes or {}).get(name)))
             continue
         leader = plan["domains"][name]["leader"]
         report = domain_report(name, model, list(play_hosts), {leader: statuses.get(name) or {}},
@@ -869,14 +1131,23 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
         if away and report["verdict"] in ("healthy", "tolerated"):
             report["message"] = "domain %s: %s, every tray in service READY and connected; out of service: %s" % (
                 name, (report.get("status") or {}).get("domain_state") or "UNKNOWN", ", ".join(away))
-        stale = (pending or {}).get(name) or {}
+        restarts = (pending or {}).get(name) or {}
+        stale = {tray: "tray %s runs a config other than the one on disk (%s): a restart of the domain is pending; "
+                       "run site.yml to restart it" % (tray, why) for tray, why in restarts.items()}
+        stale.update((tray, "tray %s runs TLS credentials older than its files on disk (%s): a reload is pending; run "
+                            "site.yml to reload them (no restart)" % (tray, why))
+                     for tray, why in (plan["domains"][name].get("pending_reload") or {}).items() if tray not in stale)
+        report["tls_reloaded"] = sorted(plan["domains"][name].get("reload") or {})
+        report["tls_certificates"] = {
+            tray: plan["trays"][tray]["tls_certificate"] for tray in plan["domains"][name].get("trays_in_run") or []
+            if (plan["trays"].get(tray) or {}).get("tls_certificate")}
+        if report["tls_reloaded"] and report["verdict"] in ("healthy", "tolerated"):
+            report["message"] += "; TLS credentials reloaded without a restart on %s" % ", ".join(report["tls_reloaded"])
         if stale:
             report["ok"] = False
             if report["verdict"] in ("healthy", "tolerated"):
                 report["verdict"] = "stale"
-            report["problems"] = report["problems"] + [
-                "tray %s runs a config other than the one on disk (%s): a restart of the domain is pending; "
-                "run site.yml to restart it" % (tray, why) for tray, why in sorted(stale.items())]
+            report["problems"] = report["problems"] + [problem for _tray, problem in sorted(stale.items())]
             report["message"] = problems_message(name, (report.get("status") or {}).get("domain_state") or "UNKNOWN",
                                                  report["verdict"], report["problems"])
         if logs:
@@ -885,11 +1156,18 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
     return reports
 
 
-def per_job_report(plan, model, name):
-    """The report of a per-job domain: its installation (no daemon runs between jobs to be proven)."""
+def per_job_report(plan, model, name, probe_result=None):
+    """The report of a per-job domain: its installation (no daemon runs between jobs to be proven), and the
+    matrix of a probe job where validate.yml ran one."""
     domain = plan["domains"][name]
     problems = [problem for tray in domain["trays_in_run"]
                 for problem in plan["trays"][tray].get("per_job_problems") or []]
+    probe_said = None
+    if domain.get("probe"):
+        found, probe_said = probe_verdict(name, domain["probe"], probe_result)
+        problems.extend(found)
+    elif domain.get("probe_skipped"):
+        probe_said = "no probe job: " + domain["probe_skipped"]
     report = {
         "domain": name,
         "mode": PER_JOB,
@@ -903,13 +1181,18 @@ def per_job_report(plan, model, name):
         "verdict": "unhealthy" if problems else "healthy",
         "ok": not problems,
         "problems": problems,
+        "probe": {"asked": bool(domain.get("probe")), "result": probe_result if domain.get("probe") else None,
+                  "said": probe_said},
     }
+    if probe_result and probe_result.get("domain_state"):
+        report["status"] = {"domain_state": probe_result["domain_state"], "nodes": probe_result.get("nodes") or [],
+                            "broken_pairs": probe_result.get("broken_pairs") or []}
     if problems:
         report["message"] = problems_message(name, "PER-JOB", "unhealthy", problems)
     else:
         report["message"] = ("domain %s: per-job IMEX installed on %d tray(s) (prolog, epilog, map, config.cfg; the "
-                             "service left to the prolog); the daemon runs only under an exclusive job"
-                             % (name, len(domain["trays_in_run"])))
+                             "service left to the prolog); the daemon runs only under an exclusive job%s"
+                             % (name, len(domain["trays_in_run"]), "; " + probe_said if probe_said else ""))
     return report
 
 
