@@ -54,6 +54,7 @@ BOUNDS = {
     "imex_ctl_timeout_s": (1, 3600),
     "imex_allowed_broken_pairs": (0, 1024 * 1024),
     "imex_rolling_batch": (1, 1024),        # domains per wave
+    "imex_tls_min_days_left": (0, 3650),    # days
 }
 
 

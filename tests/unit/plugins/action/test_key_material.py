@@ -7,6 +7,7 @@ registered, printed with -v and kept by AWX as job events: none of them may carr
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -20,10 +21,11 @@ from ansible_collections.rackscale.imex.tests.unit.plugins.action.test_imex_plan
     status,
     verdicts_stage,
 )
-from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
+from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 
-KEY = read_sample("files", "tls/throwaway_ec.key")
-CERT = read_sample("files", "tls/throwaway_ec.crt")
+# A throwaway CA, certificate and key that pass the controller's checks (valid now, SAN of every tray).
+MATERIAL = material(ips=["198.18.1.11", "198.18.1.12", "198.18.2.11", "198.18.2.12"], now=time.time(), days=30)
+KEY, CERT, CA = MATERIAL["imex_tls_key"], MATERIAL["imex_tls_cert"], MATERIAL["imex_tls_ca"]
 
 
 def body_lines(pem):
@@ -41,7 +43,7 @@ def leaks(recorded):
     KEY.replace("\n", "\r\n"),             # a credential pasted from a Windows browser
 ])
 def test_no_stage_of_the_plan_returns_a_key_given_as_pem_text(given):
-    tls = {"imex_tls": "true", "imex_tls_ca": CERT, "imex_tls_cert": CERT, "imex_tls_key": given}
+    tls = {"imex_tls": "true", "imex_tls_ca": CA, "imex_tls_cert": CERT, "imex_tls_key": given}
     task_vars = play(hostvars_of({tray: {"options": dict(tls)} for tray in ADDRESSES}))
     first = planned("preflight", task_vars)
     assert all(entry["tls_pem"] == [True, True, True] for entry in first["plan"]["trays"].values())

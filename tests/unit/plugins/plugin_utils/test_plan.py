@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
 
 import pytest
@@ -20,6 +21,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FILE_
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
 from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import PlanError
+from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -34,6 +36,9 @@ DRIVER = "580.95.09"
 STARTED = 1764079200.0
 BEFORE = STARTED - 3600
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+# TLS material that passes the controller's checks for every address model_of gives, now and for years.
+TLS_PEM = material(ips=["198.18.%d.%d" % (group, 11 + index) for group in range(1, 5) for index in range(8)],
+                   now=time.time(), days=3650)
 TWO_RACKS = {"rackA": ["a1", "a2"], "rackB": ["b1", "b2"]}
 SAME = "9f2c" * 16
 
@@ -383,7 +388,7 @@ def test_a_difference_with_a_tray_outside_the_run_is_not_judged():
 
 def test_every_domain_wide_option_that_differs_is_named_per_domain():
     model = model_of({"rackA": ["a1", "a2"], "rackB": ["b1", "b2"], "rackC": ["c1", "c2"]})
-    tls = {"imex_tls": True, "imex_tls_ca": PEM, "imex_tls_cert": PEM, "imex_tls_key": PEM}
+    tls = dict(TLS_PEM, imex_tls=True)
     options = options_of(model, a2={"imex_server_port": 50100}, b1=tls, c1={"imex_settings": {"LOG_LEVEL": 4}})
     assert refused(preflight, model, options) == [
         "domain rackA: imex_server_port differs between its trays (50000 on a1; 50100 on a2); one domain runs one "
@@ -546,17 +551,22 @@ def test_tls_files_are_checked_on_each_tray_with_tls_on_only(tmp_path):
     looked_at = []
     everyone = options_of(model, {"imex_tls": True, "imex_tls_ca": "/pki/ca", "imex_tls_cert": "/pki/c",
                                   "imex_tls_key": "/pki/k"}, c1={"imex_tls": False})
-    plan = preflight(model, everyone, is_file=lambda path: looked_at.append(path) or True)
+    files = {"/pki/ca": TLS_PEM["imex_tls_ca"], "/pki/c": TLS_PEM["imex_tls_cert"], "/pki/k": TLS_PEM["imex_tls_key"]}
+    plan = preflight(model, everyone, is_file=lambda path: looked_at.append(path) or True,
+                     read_text=lambda path: files[path].encode())
     assert looked_at == ["/pki/ca", "/pki/c", "/pki/k"] * 4
     assert plan["trays"]["a1"]["tls_pem"] == [False, False, False]
-    assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key"]
+    assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key",
+                                                      TLS_DIR + "/reloaded"]
     assert plan["trays"]["c1"]["read_stat_files"] == []
 
 
 def test_tls_material_given_as_pem_text_is_told_from_a_controller_path():
     model = model_of({"rackA": ["a1"]})
-    plan = preflight(model, options_of(model, {"imex_tls": True, "imex_tls_ca": "\n  " + PEM, "imex_tls_cert": PEM,
-                                               "imex_tls_key": "/srv/pki/a1.key"}), is_file=lambda path: True)
+    plan = preflight(model, options_of(model, {"imex_tls": True, "imex_tls_ca": "\n  " + TLS_PEM["imex_tls_ca"],
+                                               "imex_tls_cert": TLS_PEM["imex_tls_cert"],
+                                               "imex_tls_key": "/srv/pki/a1.key"}), is_file=lambda path: True,
+                     read_text={"/srv/pki/a1.key": TLS_PEM["imex_tls_key"].encode()}.get)
     assert plan["trays"]["a1"]["tls_pem"] == [True, True, False]
     assert not _plan.is_pem("/srv/pki/ca.crt") and not _plan.is_pem("") and not _plan.is_pem(None)
 
@@ -726,12 +736,13 @@ def test_a_node_list_with_other_owner_or_mode_is_written_again():
 
 def test_tls_material_is_always_ensured_where_tls_is_on():
     model = model_of(TWO_RACKS)
-    tls = {"imex_tls": True, "imex_tls_ca": PEM, "imex_tls_cert": PEM, "imex_tls_key": PEM}
+    tls = dict(TLS_PEM, imex_tls=True)
     _model, _options, plan = planned(model=model, by_tray={"a1": tls, "a2": tls})
     assert [plan["trays"][tray]["write_tls"] for tray in ("a1", "a2", "b1", "b2")] == [True, True, False, False]
     assert plan["trays"]["a1"]["write"] is True and plan["trays"]["b1"]["write"] is False
-    # The read of a TLS tray covers its TLS files without their content.
-    assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key"]
+    # The read of a TLS tray covers its TLS files without their content, and the mark of its last reload.
+    assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key",
+                                                      TLS_DIR + "/reloaded"]
 
 
 def test_a_dra_domain_hands_over_and_writes_none_of_the_host_daemons_files():

@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""The TLS material of each tray, checked on the controller before anything is written.
+
+A daemon with a certificate its peers reject does not fail to start: its links stay down and the
+domain is DEGRADED, after a restart or reload that cut the domain's work. So each tray's CA,
+certificate and key are read here (PEM text, or a file on the controller) and refused with the tray,
+the option, where it came from and the value at fault. Key material is never quoted.
+
+Uses ``cryptography``, which ansible-core itself requires. Nothing here reads the clock: ``now``
+(epoch seconds) is an argument.
+"""
+from __future__ import annotations
+
+import datetime
+import ipaddress
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import is_pem
+
+try:
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+    HAS_CRYPTOGRAPHY = True
+except ImportError:  # pragma: no cover - ansible-core depends on cryptography
+    HAS_CRYPTOGRAPHY = False
+
+# The chain a tray's certificate file may carry (leaf, intermediates) before a CA of the CA file.
+MAX_CHAIN = 8
+SECONDS_PER_DAY = 86400
+
+
+class MaterialError(ValueError):
+    """TLS material that cannot be read or parsed; the message names where it came from, never its content."""
+
+
+def _where(option, value):
+    """How a refusal names the material: the controller path, or that it was PEM text."""
+    if is_pem(value):
+        return "%s (PEM text)" % option
+    return "%s (%s)" % (option, value)
+
+
+def _text(option, value, read_text):
+    if is_pem(value):
+        return str(value).encode("utf-8")
+    try:
+        return read_text(value)
+    except OSError as error:
+        raise MaterialError("%s cannot be read on the controller: %s" % (_where(option, value), error.strerror)) from None
+
+
+def _read_bytes(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _certificates(option, value, read_text):
+    data = _text(option, value, read_text)
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise MaterialError("%s holds no PEM certificate" % _where(option, value)) from None
+    return found
+
+
+def _private_key(option, value, read_text):
+    data = _text(option, value, read_text)
+    try:
+        return serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        raise MaterialError("%s is an encrypted private key; the daemon reads it without a passphrase"
+                            % _where(option, value)) from None
+    except ValueError:
+        raise MaterialError("%s holds no PEM private key" % _where(option, value)) from None
+
+
+def _utc(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _spki(public_key):
+    return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def expected_identity(address, target_override=""):
+    """(kind, value) the peers check a tray's certificate against: IMEX_SECURITY_TARGET_OVERRIDE when
+    set (the daemons then check that name for every peer), else the tray's address in the node list."""
+    wanted = target_override or address
+    try:
+        return "IP", ipaddress.ip_address(wanted)
+    except ValueError:
+        return "DNS", str(wanted).rstrip(".").lower()
+
+
+def san_entries(certificate):
+    """['DNS:name', 'IP:address'] of a certificate's subject alternative names ([] without them)."""
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return []
+    return ["DNS:%s" % name for name in names.get_values_for_type(x509.DNSName)] + \
+        ["IP:%s" % address for address in names.get_values_for_type(x509.IPAddress)]
+
+
+def _san_problem(certificate, where, address, target_override):
+    kind, wanted = expected_identity(address, target_override)
+    entries = san_entries(certificate)
+    if kind == "IP":
+        found = any(entry == "IP:%s" % wanted for entry in entries)
+    else:
+        found = any(entry.lower().rstrip(".") == "dns:%s" % wanted for entry in entries)
+    if found:
+        return None
+    what = ("IMEX_SECURITY_TARGET_OVERRIDE %s (imex_tls_target_override)" % wanted if target_override
+            else "its IMEX address %s" % wanted)
+    return ("%s: the certificate's subject alternative names (%s) do not include %s %s; its peers would refuse it"
+            % (where, ", ".join(entries) or "none", "IP" if kind == "IP" else "DNS name", what))
+
+
+def _usage_problems(certificate, where):
+    problems = []
+    try:
+        usage = certificate.extensions.get_extension_for_class(x509.KeyUsage).value
+        if not usage.digital_signature:
+            problems.append("%s: its key usage does not allow digitalSignature, which TLS client and server "
+                            "authentication need" % where)
+    except x509.ExtensionNotFound:
+        pass
+    try:
+        extended = certificate.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        if ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in extended:
+            missing = [name for name, oid in (("serverAuth", ExtendedKeyUsageOID.SERVER_AUTH),
+                                              ("clientAuth", ExtendedKeyUsageOID.CLIENT_AUTH))
+                       if oid not in extended]
+            if missing:
+                problems.append("%s: its extended key usage lacks %s; each daemon uses the one certificate as "
+                                "server and as client (mutual TLS)" % (where, " and ".join(missing)))
+    except x509.ExtensionNotFound:
+        pass
+    return problems
+
+
+def _issued_by(certificate, issuer):
+    try:
+        certificate.verify_directly_issued_by(issuer)
+        return True
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+
+
+def _chain_problem(chain, authorities, where, ca_where, moment):
+    """None when the certificate (and the intermediates after it in its file) leads to a CA of the CA file."""
+    current, rest = chain[0], list(chain[1:])
+    for _depth in range(MAX_CHAIN):
+        for authority in authorities:
+            if _issued_by(current, authority):
+                if authority.not_valid_after_utc < moment:
+                    return "%s: the CA %s that signed it expired at %s" % (
+                        ca_where, authority.subject.rfc4514_string(), _utc(authority.not_valid_after_utc))
+                return None
+        step = next((candidate for candidate in rest if _issued_by(current, candidate)), None)
+        if step is None:
+            break
+        rest.remove(step)
+        current = step
+    return "%s: the certificate (issuer %s) is not signed by the CA given in %s (%s); its peers would refuse it" % (
+        where, chain[0].issuer.rfc4514_string(), ca_where,
+        "; ".join(authority.subject.rfc4514_string() for authority in authorities))
+
+
+def check_material(tray, address, ca, cert, key, now, min_days_left=14, target_override="", read_text=_read_bytes):
+    """({"not_after": epoch seconds, "subject": text} or None, [problem]) of one tray's TLS material.
+
+    ca, cert, key: the values of imex_tls_ca, imex_tls_cert and imex_tls_key (PEM text or a controller
+    path); address: the tray's address in its domain's node list; now: epoch seconds.
+    """
+    if not HAS_CRYPTOGRAPHY:  # pragma: no cover
+        return None, ["tray %s: the Python package cryptography is missing on the controller; the TLS material "
+                      "cannot be checked" % tray]
+    where = {"imex_tls_ca": _where("imex_tls_ca", ca), "imex_tls_cert": _where("imex_tls_cert", cert),
+             "imex_tls_key": _where("imex_tls_key", key)}
+    problems, loaded = [], {}
+    for option, value, loader in (("imex_tls_ca", ca, _certificates), ("imex_tls_cert", cert, _certificates),
+                                  ("imex_tls_key", key, _private_key)):
+        try:
+            loaded[option] = loader(option, value, read_text)
+        except MaterialError as error:
+            problems.append("tray %s: %s" % (tray, error))
+    if "imex_tls_cert" not in loaded:
+        return None, problems
+    chain = loaded["imex_tls_cert"]
+    leaf = chain[0]
+    moment = datetime.datetime.fromtimestamp(now, tz=datetime.timezone.utc)
+    cert_where = "tray %s: %s" % (tray, where["imex_tls_cert"])
+    found = {"not_after": leaf.not_valid_after_utc.timestamp(), "subject": leaf.subject.rfc4514_string()}
+    if leaf.not_valid_before_utc > moment:
+        problems.append("%s: the certificate is not valid before %s" % (cert_where, _utc(leaf.not_valid_before_utc)))
+    if leaf.not_valid_after_utc <= moment:
+        problems.append("%s: the certificate expired at %s" % (cert_where, _utc(leaf.not_valid_after_utc)))
+    else:
+        left = (leaf.not_valid_after_utc - moment).total_seconds() / SECONDS_PER_DAY
+        if left < min_days_left:
+            problems.append("%s: the certificate expires at %s, in %.1f days, fewer than imex_tls_min_days_left = %d; "
+                            "renew it (or lower imex_tls_min_days_left)"
+                            % (cert_where, _utc(leaf.not_valid_after_utc), left, min_days_left))
+    problem = _san_problem(leaf, cert_where, address, target_override)
+    if problem:
+        problems.append(problem)
+    problems.extend(_usage_problems(leaf, cert_where))
+    if "imex_tls_key" in loaded and _spki(loaded["imex_tls_key"].public_key()) != _spki(leaf.public_key()):
+        problems.append("tray %s: %s does not belong to the certificate in %s (their public keys differ)"
+                        % (tray, where["imex_tls_key"], where["imex_tls_cert"]))
+    if "imex_tls_ca" in loaded:
+        problem = _chain_problem(chain, loaded["imex_tls_ca"], cert_where, "tray %s: %s" % (tray, where["imex_tls_ca"]),
+                                 moment)
+        if problem:
+            problems.append(problem)
+    return found, problems
+
+
+def tls_problems_and_expiry(trays, now, read_text=_read_bytes):
+    """({tray: {"not_after", "subject"}}, [problem]) for ``trays``: (tray, address, options) with TLS on."""
+    expiry, problems = {}, []
+    for tray, address, options in trays:
+        found, tray_problems = check_material(
+            tray, address, options.get("imex_tls_ca"), options.get("imex_tls_cert"), options.get("imex_tls_key"),
+            now, min_days_left=int(options.get("imex_tls_min_days_left", 14)),
+            target_override=options.get("imex_tls_target_override") or "", read_text=read_text)
+        if found:
+            expiry[tray] = found
+        problems.extend(tray_problems)
+    return expiry, problems
