@@ -43,6 +43,8 @@ TRAY_WRITES = {"node list": "__imex_nodes_result", "config": "__imex_config_resu
 STATUS_BEFORE_RESTART = "__imex_wave_status"
 STATUS_PROOF = "__imex_validate_status"
 DAEMON_LOGS = "__imex_daemon_logs"
+# The probe jobs of the per-job domains (validate.yml), registered run_once.
+SLURM_PROBES = "__imex_slurm_probe"
 REPORT_ONLY_TAG = "imex_report"
 ROLE_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "roles", "imex", "meta", "argument_specs.yml")
@@ -96,6 +98,9 @@ class ActionModule(ActionBase):
         except _plan.PlanError as error:
             return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems)
         result.update(changed=False, plan=plan)
+        if stage == "read" and plan.get("warnings"):
+            # Shown once, as Ansible shows a module's warnings: what could not be checked.
+            result["warnings"] = list(plan["warnings"])
         return result
 
     # -- inputs -------------------------------------------------------------------------------------
@@ -233,7 +238,8 @@ class ActionModule(ActionBase):
         pending = {name: plan["domains"][name].get("pending") or {} for name in domains}
         reports = _plan.verdicts(plan, plan["model"], domains, statuses, list(plan["trays"]),
                                  allowed_broken_pairs=int(args.get("allowed_broken_pairs") or 0),
-                                 logs=logs, pending=pending)
+                                 logs=logs, pending=pending,
+                                 probes=_by_item(task_vars.get(SLURM_PROBES)))
         plan = _plan.judged(plan, reports)
         plan["explain"] = [] if with_logs else _plan.explain(
             reports, plan["model"], [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []])

@@ -123,6 +123,30 @@ def imex_channel_count(params_text):
         return DEFAULT_CHANNEL_COUNT
 
 
+# Where a tray shows the loaded driver's NVreg_ImexChannelCount: its params file, else sysfs.
+SYSFS_CHANNEL_COUNT = "/sys/module/nvidia/parameters/NVreg_ImexChannelCount"
+CHANNEL_COUNT_PATHS = (PARAMS_PATH, SYSFS_CHANNEL_COUNT)
+
+
+def driver_channel_count(path, text):
+    """NVreg_ImexChannelCount of the loaded driver as ``path`` shows it, or None when it does not.
+
+    A params file ("ImexChannelCount: N", absent from drivers without the option) or a sysfs
+    parameter file (the bare number). Unlike imex_channel_count, no default: an unknown count is
+    told as unknown.
+    """
+    if text is None:
+        return None
+    if os.path.basename(path) == "NVreg_ImexChannelCount":
+        value = text.strip()
+    else:
+        value = parse_nvidia_params(text).get("ImexChannelCount")
+    try:
+        return int(value, 0) if value is not None else None
+    except ValueError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------
 # modprobe.d
 

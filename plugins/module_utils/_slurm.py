@@ -10,6 +10,7 @@ and is unit-tested against the output of a real slurmctld.
 """
 from __future__ import annotations
 
+import fnmatch
 import re
 
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
@@ -17,8 +18,10 @@ from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseE
 # `scontrol --version`: "slurm 24.11.5" (SchedMD builds), "slurm-wlm 24.11.5" (Debian, Ubuntu);
 # pre-releases carry a suffix ("slurm 25.05.0-0rc1").
 _VERSION = re.compile(r'^slurm(?:-wlm)?\s+(\d+)\.(\d+)\.(\d+)(\S*)\s*$')
-# `scontrol show config`: "Key = Value" lines, the key padded with blanks; a value may be empty.
-_CONFIG_LINE = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)\s*=\s?(.*)$')
+# `scontrol show config`: "Key = Value" lines, the key padded with blanks; a value may be empty. A key
+# slurm.conf may repeat is printed once per value with its index: "Prolog[0] = ...", "Prolog[1] = ...".
+_CONFIG_LINE = re.compile(r'^([A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?)\s*=\s?(.*)$')
+_INDEXED_KEY = re.compile(r'^([A-Za-z][A-Za-z0-9_]*)\[(\d+)\]$')
 # A section title after the main section, for example "MPI Plugins Configuration:".
 _SECTION = re.compile(r'^(\S.*):\s*$')
 # What scontrol prints for a value that is not set.
@@ -84,6 +87,62 @@ def config_flags(value):
     if value is None:
         return []
     return [part.strip() for part in str(value).split(',') if part.strip()]
+
+
+def config_values(config, key):
+    """Every value of a key that slurm.conf may repeat (Prolog, Epilog), in slurm.conf's order.
+
+    scontrol prints them as "Prolog[0]", "Prolog[1]" (24.11); a plain "Prolog" line (older releases)
+    counts too. Each printed value is also split at commas, as a comma-separated list of programs.
+    """
+    indexed = []
+    for name, value in config.items():
+        match = _INDEXED_KEY.match(name)
+        if match and match.group(1) == key:
+            indexed.append((int(match.group(2)), value))
+    values = ([config[key]] if config.get(key) is not None else []) + [value for _index, value in sorted(indexed)]
+    return [part for value in values if value is not None for part in config_flags(value)]
+
+
+# The IMEX channel plugin of Slurm and its channel pool (SwitchParameters imex_channel_count=N).
+SWITCH_NVIDIA_IMEX = 'switch/nvidia_imex'
+DEFAULT_IMEX_CHANNEL_COUNT = 2048
+
+
+def switch_channel_count(switch_parameters):
+    """imex_channel_count of SwitchParameters ("imex_channel_count=1024,imex_dev_major=505"), else
+    the plugin's default (2048); None when the value is not a whole number."""
+    for part in config_flags(switch_parameters):
+        name, _sep, value = part.partition('=')
+        if name.strip() == 'imex_channel_count':
+            value = value.strip()
+            return int(value) if value.isdigit() else None
+    return DEFAULT_IMEX_CHANNEL_COUNT
+
+
+def channel_plugin_config(config):
+    """What the IMEX role checks of Slurm's configuration, from parse_show_config's result."""
+    return {
+        'switch_type': config.get('SwitchType'),
+        'switch_parameters': config.get('SwitchParameters'),
+        'imex_channel_count': switch_channel_count(config.get('SwitchParameters')),
+        'prolog_flags': config_flags(config.get('PrologFlags')),
+        'prolog': config_values(config, 'Prolog'),
+        'epilog': config_values(config, 'Epilog'),
+        'version': config.get('SLURM_VERSION'),
+    }
+
+
+def glob_covers(pattern, path):
+    """Whether slurmd, expanding the glob ``pattern`` of a Prolog= or Epilog= entry, runs ``path``.
+
+    As glob(3) matches: component by component, so "*" never crosses a "/".
+    """
+    pattern_parts = [part for part in str(pattern).split('/') if part]
+    path_parts = [part for part in str(path).split('/') if part]
+    if not str(pattern).startswith('/') or len(pattern_parts) != len(path_parts):
+        return False
+    return all(fnmatch.fnmatchcase(name, part) for part, name in zip(pattern_parts, path_parts))
 
 
 def _split_top_level(text):

@@ -104,6 +104,30 @@ options:
         RV(slurm) and RV(slurm_state).
     type: bool
     default: false
+  slurm_config:
+    description:
+      - Also report what Slurm's configuration says of the IMEX channels and of prologs and epilogs
+        (C(scontrol show config), one call) in RV(slurm_config), where C(scontrol) is installed.
+      - C(scontrol show config) asks C(slurmctld); when it cannot be reached, RV(slurm_config.error)
+        says so and the module still succeeds.
+    type: bool
+    default: false
+    version_added: 0.3.0
+  channel_count:
+    description:
+      - Also report the loaded driver's C(NVreg_ImexChannelCount) in RV(channel_count), read from the
+        first file of O(channel_count_paths) that shows it.
+    type: bool
+    default: false
+    version_added: 0.3.0
+  channel_count_paths:
+    description:
+      - Where O(channel_count) looks, in order. A file named C(NVreg_ImexChannelCount) holds the bare
+        number (sysfs); any other is read as C(/proc/driver/nvidia/params) (C(ImexChannelCount: N)).
+    type: list
+    elements: path
+    default: [/proc/driver/nvidia/params, /sys/module/nvidia/parameters/NVreg_ImexChannelCount]
+    version_added: 0.3.0
   slurm_node_name:
     description:
       - The Slurm NodeName of this tray, asked of C(scontrol) with O(slurm_state=true); it can differ
@@ -433,6 +457,51 @@ services_enabled:
   type: dict
   version_added: 0.3.0
   sample: {nvidia-imex: disabled}
+slurm_config:
+  description: What C(scontrol show config) says of the IMEX channels, prologs and epilogs, with O(slurm_config).
+  returned: when O(slurm_config) is true
+  type: dict
+  version_added: 0.3.0
+  sample:
+    installed: true
+    error: null
+    config:
+      switch_type: switch/nvidia_imex
+      switch_parameters: imex_channel_count=2048
+      imex_channel_count: 2048
+      prolog_flags: [Alloc]
+      prolog: [/etc/slurm/prolog.d/*]
+      epilog: [/etc/slurm/epilog.d/*]
+      version: 24.11.5
+  contains:
+    installed:
+      description: Whether C(scontrol) is installed; without it RV(slurm_config.config) and RV(slurm_config.error) are V(null).
+      type: bool
+    error:
+      description:
+        - Why there is no configuration although C(scontrol) is installed, in one line of at most 300
+          characters, for example C(slurm_load_ctl_conf error: Unable to contact slurm controller (connect
+          failure)); V(null) otherwise.
+      type: str
+    config:
+      description:
+        - C(switch_type) (SwitchType, V(null) when unset), C(switch_parameters), C(imex_channel_count)
+          (of SwitchParameters, 2048 when it does not say; V(null) when not a number), C(prolog_flags),
+          C(prolog) and C(epilog) (every Prolog= and Epilog= entry, in order) and C(version).
+      type: dict
+channel_count:
+  description: The loaded driver's C(NVreg_ImexChannelCount), with O(channel_count).
+  returned: when O(channel_count) is true
+  type: dict
+  version_added: 0.3.0
+  sample: {value: 2048, source: /proc/driver/nvidia/params}
+  contains:
+    value:
+      description: The count; V(null) when no file of O(channel_count_paths) shows it (driver not loaded, or too old).
+      type: int
+    source:
+      description: The file it was read from; V(null) with no value.
+      type: str
 channel_major:
   description: The major of C(nvidia-caps-imex-channels) in C(/proc/devices); null when it is not there (driver not loaded).
   returned: when O(channel_device) is true
@@ -449,16 +518,19 @@ from ansible.module_utils.basic import AnsibleModule
 import socket
 import time
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric, _slurm
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
+    CHANNEL_COUNT_PATHS,
     MODPROBE_PATH,
     PATH_DEFAULTS,
     PROC_DEVICES,
+    driver_channel_count,
     imex_channel_major,
     predict_channels,
 )
-from ansible_collections.rackscale.imex.plugins.module_utils._files import describe_file, stat_file
+from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, describe_file, read_text, stat_file
+from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 
 _SMI_TIMEOUT_SECONDS = 120
 _SYSTEMCTL_TIMEOUT_SECONDS = 30
@@ -560,6 +632,38 @@ def slurm_node(module, runner, node):
     return slurm
 
 
+def slurm_config(module, runner):
+    """{installed, config, error}: what scontrol show config says of the IMEX channels and the prologs."""
+    scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
+    found = dict(installed=bool(scontrol), config=None, error=None)
+    if not scontrol:
+        return found
+    rc, out, err, hung = runner.run([scontrol, 'show', 'config'], _SYSTEMCTL_TIMEOUT_SECONDS)
+    if hung:
+        found['error'] = 'scontrol show config did not answer within %d s' % _SYSTEMCTL_TIMEOUT_SECONDS
+    elif rc != 0:
+        first = next((line.strip() for line in (err or out or '').splitlines() if line.strip()), 'no output')
+        found['error'] = ('scontrol show config failed (rc %d): %s' % (rc, first))[:300]
+    else:
+        try:
+            found['config'] = _slurm.channel_plugin_config(_slurm.parse_show_config(out))
+        except ParseError as error:
+            found['error'] = str(error)[:300]
+    return found
+
+
+def channel_count(paths):
+    """{value, source}: the driver's NVreg_ImexChannelCount from the first of ``paths`` that shows it."""
+    for path in paths:
+        try:
+            value = driver_channel_count(path, read_text(path))
+        except FileOpError:
+            continue
+        if value is not None:
+            return dict(value=value, source=path)
+    return dict(value=None, source=None)
+
+
 def node_name_problem(name):
     """Why ``name`` cannot be asked of scontrol as one node, or None."""
     if not name:
@@ -605,6 +709,9 @@ def main():
             channel_device=dict(type='bool', default=False),
             slurm_state=dict(type='bool', default=False),
             slurm_node_name=dict(type='str'),
+            slurm_config=dict(type='bool', default=False),
+            channel_count=dict(type='bool', default=False),
+            channel_count_paths=dict(type='list', elements='path', default=list(CHANNEL_COUNT_PATHS)),
             imex_version=dict(type='bool', default=False),
             channels=dict(type='list', elements='dict', default=[], options=dict(
                 channel=dict(type='int', required=True),
@@ -656,6 +763,10 @@ def main():
     if params['slurm_state']:
         result['slurm'] = slurm_node(module, runner, node)
         result['slurm_state'] = result['slurm']['state']
+    if params['slurm_config']:
+        result['slurm_config'] = slurm_config(module, runner)
+    if params['channel_count']:
+        result['channel_count'] = channel_count(params['channel_count_paths'])
     if params['channels']:
         paths = dict(PATH_DEFAULTS)
         paths['modprobe_path'] = params['channels_modprobe_path']

@@ -6,12 +6,15 @@ import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
     config_flags,
+    config_values,
     expand_hostlist,
+    glob_covers,
     parse_node_names,
     parse_show_config,
     parse_show_config_sections,
     parse_show_topology,
     parse_version,
+    switch_channel_count,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
@@ -113,3 +116,35 @@ def test_node_names_with_and_without_future_nodes():
     assert parse_node_names(sample("show_nodes_oneliner.txt")) == (
         ["rack%d-tray%02d" % (rack, n) for rack in (1, 2, 3) for n in range(1, 5)])
     assert parse_node_names(sample("show_nodes_oneliner_future.txt"))[-1] == "rack1-tray18"
+
+
+def test_repeated_keys_are_read_with_their_index_in_order():
+    config = parse_show_config(sample("show_config_two_prologs_count1024_no_alloc.txt"))
+    assert config["Prolog[0]"] == "/etc/slurm/prolog.sh" and config["Prolog[1]"] == "/etc/slurm/prolog.d/*"
+    assert config_values(config, "Prolog") == ["/etc/slurm/prolog.sh", "/etc/slurm/prolog.d/*"]
+    assert config_values(config, "Epilog") == ["/etc/slurm/epilog.sh"]
+    assert config_values(parse_show_config(sample("show_config_default.txt")), "Prolog") == []
+    # slurm.conf said Prolog=/etc/slurm/prolog.sh,/usr/local/slurm/prolog.d/*: one printed value, two programs.
+    config = parse_show_config(sample("show_config_comma_prolog_no_epilog.txt"))
+    assert config_values(config, "Prolog") == ["/etc/slurm/prolog.sh", "/usr/local/slurm/prolog.d/*"]
+    assert config_values(config, "Epilog") == []
+
+
+@pytest.mark.parametrize("parameters, count", [
+    ("imex_channel_count=1024", 1024), (None, 2048), ("imex_dev_major=505", 2048),
+    ("imex_dev_major=505,imex_channel_count=4096", 4096), ("imex_channel_count=lots", None),
+])
+def test_the_plugins_channel_count_defaults_to_2048(parameters, count):
+    assert switch_channel_count(parameters) == count
+
+
+@pytest.mark.parametrize("pattern, path, covered", [
+    ("/etc/slurm/prolog.d/*", "/etc/slurm/prolog.d/90-rackscale-imex", True),
+    ("/etc/slurm/prolog.d/9*", "/etc/slurm/prolog.d/90-rackscale-imex", True),
+    ("/etc/slurm/prolog.d/90-rackscale-imex", "/etc/slurm/prolog.d/90-rackscale-imex", True),
+    ("/etc/slurm/*", "/etc/slurm/prolog.d/90-rackscale-imex", False),
+    ("/etc/slurm/prolog.sh", "/etc/slurm/prolog.d/90-rackscale-imex", False),
+    ("prolog.d/*", "/etc/slurm/prolog.d/90-rackscale-imex", False),
+])
+def test_a_prolog_glob_covers_a_path_as_glob_3_matches(pattern, path, covered):
+    assert glob_covers(pattern, path) is covered

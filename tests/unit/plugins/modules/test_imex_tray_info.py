@@ -487,3 +487,49 @@ def test_the_channel_device_major_is_read_from_proc_devices(tmp_path):
     devices.write_text('Character devices:\n  1 mem\n\nBlock devices:\n234 nvidia-caps-imex-channels\n')
     assert imex_tray_info.channel_major(str(devices)) is None
     assert imex_tray_info.channel_major(str(tmp_path / 'absent')) is None
+
+
+def _slurm_read(run, answer, bins=None, **args):
+    return run(dict({'fabric': False, 'slurm_config': True}, **args), answer,
+               bins={'timeout': TIMEOUT, 'scontrol': SCONTROL} if bins is None else bins)
+
+
+def test_slurms_channel_plugin_and_prologs_are_read_from_one_show_config(run):
+    ok, result, calls = _slurm_read(run, (0, read_sample('slurm', 'show_config_two_prologs_count1024_no_alloc.txt'), ''))
+    assert ok and calls == [[TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'config']]
+    assert result['slurm_config'] == {'installed': True, 'error': None, 'config': {
+        'switch_type': 'switch/nvidia_imex', 'switch_parameters': 'imex_channel_count=1024', 'imex_channel_count': 1024,
+        'prolog_flags': [], 'prolog': ['/etc/slurm/prolog.sh', '/etc/slurm/prolog.d/*'],
+        'epilog': ['/etc/slurm/epilog.sh'], 'version': '24.11.5'}}
+
+
+@pytest.mark.parametrize('answer, error', [
+    ((1, '', read_sample('slurm', 'show_config_controller_down_stderr.txt')),
+     'scontrol show config failed (rc 1): slurm_load_ctl_conf error: Unable to contact slurm controller (connect '
+     'failure)'),
+    ((124, '', ''), 'scontrol show config did not answer within 30 s'),
+    ((0, 'garbage\n', ''), "scontrol show config printed no \"Key = Value\" line: 'garbage\\n'"),
+])
+def test_a_slurm_config_that_cannot_be_read_is_said_and_the_read_succeeds(run, answer, error):
+    ok, result, _calls = _slurm_read(run, answer)
+    assert ok and result['slurm_config'] == {'installed': True, 'config': None, 'error': error}
+
+
+def test_without_scontrol_the_slurm_config_is_not_installed(run):
+    ok, result, calls = _slurm_read(run, (0, '', ''), bins={'timeout': TIMEOUT})
+    assert ok and calls == [] and result['slurm_config'] == {'installed': False, 'config': None, 'error': None}
+
+
+def test_the_drivers_channel_count_comes_from_the_first_file_that_shows_it(run, tmp_path):
+    old = tmp_path / 'params_old'
+    old.write_text(read_sample('files', 'nvidia_params_old_driver.txt'))
+    sysfs = tmp_path / 'NVreg_ImexChannelCount'
+    sysfs.write_text('16\n')
+    paths = [str(tmp_path / 'absent'), str(old), str(sysfs)]
+    ok, result, calls = run({'fabric': False, 'channel_count': True, 'channel_count_paths': paths}, (0, '', ''),
+                            bins={'timeout': TIMEOUT})
+    assert ok and calls == [] and result['channel_count'] == {'value': 16, 'source': str(sysfs)}
+    ok, result, _calls = run({'fabric': False, 'channel_count': True, 'channel_count_paths': paths[:2]}, (0, '', ''),
+                             bins={'timeout': TIMEOUT})
+    assert ok and result['channel_count'] == {'value': None, 'source': None}
+    assert 'slurm_config' not in result

@@ -1,0 +1,215 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The plan against Slurm's channel plugin: what `scontrol show config` of a real slurmctld 24.11.5
+(tests/unit/samples/slurm/) and the driver's NVreg_ImexChannelCount say, checked after the read of
+each tray, before anything is written."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import driver_channel_count
+from ansible_collections.rackscale.imex.plugins.module_utils._slurm import channel_plugin_config, parse_show_config
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
+    model_of,
+    options_of,
+    preflight,
+    reads_of,
+    refused,
+)
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan_per_job import (
+    PER_JOB,
+    RACK,
+    SCRIPT_SHA,
+    per_job_read,
+)
+from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
+
+# The bed's slurm.conf: SwitchType=switch/nvidia_imex, imex_channel_count=2048, PrologFlags=Alloc,
+# Prolog=/etc/slurm/prolog.d/*, Epilog=/etc/slurm/epilog.d/*.
+BED = "show_config_per_job_bed.txt"
+# The same slurmctld with imex_channel_count=1024, no PrologFlags, Prolog=/etc/slurm/prolog.sh and
+# Prolog=/etc/slurm/prolog.d/* (two lines), Epilog=/etc/slurm/epilog.sh.
+TWO_PROLOGS = "show_config_two_prologs_count1024_no_alloc.txt"
+# No SwitchType, no prologs.
+DEFAULT = "show_config_default.txt"
+UNREACHABLE = read_sample("slurm", "show_config_controller_down_stderr.txt").strip()
+
+
+def slurm_config(name=None, error=None, installed=True):
+    """What imex_tray_info returns for a sample of `scontrol show config` (or a failed call)."""
+    config = channel_plugin_config(parse_show_config(read_sample("slurm", name))) if name else None
+    return {"installed": installed, "config": None if error else config, "error": error}
+
+
+def params_count(name):
+    return {"value": driver_channel_count("/proc/driver/nvidia/params", read_sample("files", name)),
+            "source": "/proc/driver/nvidia/params"}
+
+
+COUNT_2048 = params_count("nvidia_params.txt")
+COUNT_16 = params_count("nvidia_params_count16.txt")
+
+
+def per_job(config=BED, count=COUNT_2048, every=None, by_tray_read=None, converge=True):
+    model = model_of(RACK)
+    options = options_of(model, dict(PER_JOB, **(every or {})))
+    plan = preflight(model, options)
+    reads = {}
+    for tray in plan["trays"]:
+        extra = {"slurm_config": slurm_config(config), "channel_count": count}
+        extra.update((by_tray_read or {}).get(tray, {}))
+        reads[tray] = per_job_read(plan, tray, **extra)
+    return model, options, plan, reads
+
+
+def after(model, options, plan, reads, converge=True):
+    return _plan.after_read(plan, model, options, reads, converge=converge, script_sha256=SCRIPT_SHA, slurm_names={})
+
+
+def static(config, count=COUNT_2048, every=None):
+    model = model_of(RACK)
+    options = options_of(model, every)
+    plan = preflight(model, options)
+    reads = reads_of(plan, **{tray: {"slurm_config": slurm_config(config) if isinstance(config, str) else config,
+                                     "channel_count": count} for tray in plan["trays"]})
+    return model, options, plan, reads
+
+
+def test_the_samples_read_as_slurmctld_printed_them():
+    bed = slurm_config(BED)["config"]
+    assert bed == {"switch_type": "switch/nvidia_imex", "switch_parameters": "imex_channel_count=2048",
+                   "imex_channel_count": 2048, "prolog_flags": ["Alloc"], "prolog": ["/etc/slurm/prolog.d/*"],
+                   "epilog": ["/etc/slurm/epilog.d/*"], "version": "24.11.5"}
+    two = slurm_config(TWO_PROLOGS)["config"]
+    assert (two["imex_channel_count"], two["prolog_flags"], two["prolog"], two["epilog"]) == (
+        1024, [], ["/etc/slurm/prolog.sh", "/etc/slurm/prolog.d/*"], ["/etc/slurm/epilog.sh"])
+    default = slurm_config(DEFAULT)["config"]
+    assert (default["switch_type"], default["prolog"], default["imex_channel_count"]) == (None, [], 2048)
+    assert (COUNT_2048["value"], COUNT_16["value"]) == (2048, 16)
+
+
+def test_the_beds_slurm_conf_fits_the_per_job_mode_with_no_warning():
+    plan = after(*per_job())
+    assert plan["warnings"] == []
+    assert plan["trays"]["a1"]["write"] is False
+
+
+def test_per_job_without_the_channel_plugin_is_refused_naming_the_slurm_conf_line():
+    problems = refused(after, *per_job(config=DEFAULT))
+    assert problems[0].startswith("slurm.conf, the driver's channel count and the role's options do not fit")
+    assert ("domain rackA, trays a1, a2, a3: imex_mode=slurm_per_job, but Slurm's SwitchType is not set: add "
+            "SwitchType=switch/nvidia_imex to slurm.conf; Slurm then owns the channels") in " ".join(problems)
+
+
+def test_the_slurm_mode_without_the_plugin_is_refused_too():
+    problems = refused(after, *static(DEFAULT, every={"imex_mode": "slurm", "imex_channel0": False}))
+    assert any("imex_mode=slurm, but Slurm's SwitchType is not set: add SwitchType=switch/nvidia_imex" in problem
+               for problem in problems), problems
+
+
+def test_a_plugin_count_other_than_the_drivers_names_both_values_and_both_places():
+    problems = refused(after, *per_job(count=COUNT_16))
+    found = [problem for problem in problems if "NVreg_ImexChannelCount=16" in problem]
+    assert len(found) == 1, problems
+    assert found[0].startswith("domain rackA, trays a1, a2, a3: Slurm's switch/nvidia_imex hands out channels 1 to "
+                               "2047 (imex_channel_count=2048")
+    assert "read from /proc/driver/nvidia/params" in found[0]
+    assert "SwitchParameters=imex_channel_count=16 in slurm.conf" in found[0]
+    assert '"options nvidia NVreg_ImexChannelCount=2048" in /etc/modprobe.d' in found[0]
+
+
+def test_trays_of_a_domain_with_different_driver_counts_are_refused_in_any_mode():
+    model, options, plan, reads = static(DEFAULT, every={"imex_channel0": False})
+    reads["a3"]["channel_count"] = COUNT_16
+    problems = refused(after, model, options, plan, reads)
+    assert ("domain rackA: NVreg_ImexChannelCount differs between its trays (16 on a3; 2048 on a1, a2)"
+            in " ".join(problems)), problems
+
+
+def test_channel0_under_the_plugin_is_refused_in_the_static_mode():
+    # The default of the static mode: channel0 made by the driver; slurmd would empty the directory.
+    problems = refused(after, *static(BED))
+    assert any("imex_channel0=true (imex_mode=static), but Slurm's switch/nvidia_imex (SwitchType in slurm.conf) "
+               "owns the IMEX channels: slurmd empties /dev/nvidia-caps-imex-channels when it starts" in problem
+               and problem.endswith("set imex_channel0=false") for problem in problems), problems
+
+
+def test_isolation_channels_under_the_plugin_are_refused_naming_them():
+    model, options, plan, reads = static(BED, every={"imex_channel0": False, "imex_channels": [{"channel": 5}]})
+    problems = refused(after, model, options, plan, reads)
+    assert any("imex_channels asks for channel(s) 5 (imex_mode=static)" in problem and
+               problem.endswith("set imex_channels=[]") for problem in problems), problems
+
+
+def test_the_static_mode_without_the_plugin_keeps_its_channel0():
+    plan = after(*static(DEFAULT))
+    assert plan["warnings"] == [] and plan["trays"]["a1"]["channels"] == []
+
+
+def test_per_job_without_alloc_and_with_prologs_elsewhere_is_refused_with_the_lines_to_write():
+    model, options, plan, reads = per_job(config=TWO_PROLOGS, count={"value": 1024, "source": "/x"},
+                                          every={"imex_slurm_prolog_dir": "/etc/slurm/imex-prolog.d"})
+    problems = refused(after, model, options, plan, reads)
+    text = "\n".join(problems)
+    assert "PrologFlags is not set: the per-job prolog must run on every node of a job when it is allocated; add " \
+           "PrologFlags=Alloc to slurm.conf" in text
+    assert ("slurm.conf runs Prolog=/etc/slurm/prolog.sh,/etc/slurm/prolog.d/*, not "
+            "/etc/slurm/imex-prolog.d/90-rackscale-imex, where the role installs the per-job prolog "
+            "(imex_slurm_prolog_dir=/etc/slurm/imex-prolog.d): add the line Prolog=/etc/slurm/imex-prolog.d/* to "
+            "slurm.conf") in text
+    assert ("slurm.conf runs Epilog=/etc/slurm/epilog.sh, not /etc/slurm/epilog.d/90-rackscale-imex, where the role "
+            "installs the per-job epilog (imex_slurm_epilog_dir=/etc/slurm/epilog.d): add the line "
+            "Epilog=/etc/slurm/epilog.d/* to slurm.conf") in text
+    # The second Prolog= line covers the default directory; one problem per kind, all trays named once.
+    assert len(problems) == 4 and all(problem.startswith("domain rackA, trays a1, a2, a3: ")
+                                      for problem in problems[1:]), problems
+
+
+def test_a_prolog_without_prologs_at_all_is_said_so():
+    problems = refused(after, *per_job(config="show_config_block_alloc_imex.txt"))
+    assert any("slurm.conf runs no Prolog, not /etc/slurm/prolog.d/90-rackscale-imex" in problem
+               for problem in problems), problems
+
+
+def test_an_unreachable_slurmctld_is_a_warning_and_nothing_is_refused():
+    error = "scontrol show config failed (rc 1): " + UNREACHABLE
+    model, options, plan, reads = per_job(by_tray_read={"a2": {"slurm_config": slurm_config(error=error)}})
+    plan = after(model, options, plan, reads)
+    assert plan["warnings"] == [
+        "domain rackA, tray a2: Slurm's configuration could not be read (scontrol show config failed (rc 1): "
+        "slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)): slurm.conf is not checked "
+        "against the IMEX channels and the per-job prolog"]
+
+
+def test_outside_slurm_a_tray_without_a_slurm_cluster_says_nothing():
+    no_source = {"installed": True, "config": None,
+                 "error": "scontrol show config failed (rc 1): scontrol: fatal: Could not establish a configuration source"}
+    plan = after(*static(no_source))
+    assert plan["warnings"] == []
+    plan = after(*static({"installed": False, "config": None, "error": None}))
+    assert plan["warnings"] == []
+
+
+def test_outside_slurm_an_unreachable_controller_is_said_when_channels_are_asked_for():
+    unreachable = {"installed": True, "config": None, "error": "scontrol show config failed (rc 1): " + UNREACHABLE}
+    plan = after(*static(unreachable))
+    assert len(plan["warnings"]) == 1 and "could not be read" in plan["warnings"][0]
+    plan = after(*static(unreachable, every={"imex_channel0": False}))
+    assert plan["warnings"] == []
+
+
+def test_an_unknown_driver_count_is_a_warning_in_the_slurm_modes():
+    plan = after(*per_job(count={"value": None, "source": None}))
+    assert plan["warnings"] == ["domain rackA, trays a1, a2, a3: the driver's NVreg_ImexChannelCount could not be read "
+                                "(driver not loaded?): its match with Slurm's imex_channel_count=2048 is not checked"]
+
+
+@pytest.mark.parametrize("path, text, count", [
+    ("/proc/driver/nvidia/params", read_sample("files", "nvidia_params_count16.txt"), 16),
+    ("/proc/driver/nvidia/params", read_sample("files", "nvidia_params_old_driver.txt"), None),
+    ("/sys/module/nvidia/parameters/NVreg_ImexChannelCount", "2048\n", 2048),
+    ("/sys/module/nvidia/parameters/NVreg_ImexChannelCount", "junk\n", None),
+    ("/proc/driver/nvidia/params", None, None),
+])
+def test_the_drivers_count_is_read_from_the_params_file_or_sysfs(path, text, count):
+    assert driver_channel_count(path, text) == count
