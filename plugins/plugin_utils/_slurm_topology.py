@@ -47,8 +47,8 @@ _TOPOLOGY_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 FILE_NAMES = ("topology.conf", "topology.yaml")
 PER_JOB_MODE = "slurm_per_job"
 HEADER = ("# Slurm block topology (topology/block), written by rackscale.imex from the inventory: one block per\n"
-          "# IMEX domain, in inventory order (neighbouring blocks form the higher-level blocks). Edits here are\n"
-          "# replaced on the next run: change the inventory instead.\n")
+          "# IMEX domain, in the order of the domain groups (neighbouring blocks form the higher-level blocks).\n"
+          "# Edits here are replaced on the next run: change the inventory instead.\n")
 
 
 def _version_text(version):
