@@ -30,6 +30,8 @@ _DOMAIN_GAUGES = (
     (_LAST_SUCCESS, "Time of the last run that found the IMEX domain healthy or tolerated; 0 if none did."),
 )
 _NODE_READY = ("rackscale_imex_node_ready", "1 when the node's IMEX daemon was READY at the last run.")
+_TLS_EXPIRY = ("rackscale_imex_tls_certificate_expiry_timestamp_seconds",
+               "Time at which the tray's IMEX TLS certificate expires, as checked on the controller at the last run.")
 
 
 def collection_version(collection_root):
@@ -80,6 +82,10 @@ def render_summary(reports, run_id, generated_at, version):
             _cell(report["domain"]), report["verdict"], _status(report).get("domain_state") or "-",
             ready, expected, broken, _cell(", ".join(sorted(versions)) or "-"), _cell(report["domain"])))
     for report in reports:
+        if report.get("tls_reloaded"):
+            lines += ["", "%s: TLS credentials reloaded without a restart (SIGUSR1) on %s."
+                      % (_cell(report["domain"]), _cell(", ".join(report["tls_reloaded"])))]
+    for report in reports:
         if report["verdict"] == "healthy":
             continue
         lines += ["", "## %s: %s" % (report["domain"], report["verdict"]), ""]
@@ -122,6 +128,12 @@ def render_textfile(report, now_epoch, previous_text=""):
         lines.append("%s{domain=%s,node=%s,address=%s} %d" % (
             name, domain, _label(node.get("index")), _label(node.get("address")),
             1 if node.get("status") == "READY" else 0))
+    certificates = report.get("tls_certificates") or {}
+    if certificates:
+        name, help_text = _TLS_EXPIRY
+        lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name]
+        lines += ["%s{domain=%s,tray=%s} %s" % (name, domain, _label(tray), _number(certificates[tray]["not_after"]))
+                  for tray in sorted(certificates)]
     return "\n".join(lines) + "\n"
 
 
