@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import driver_channel_count
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import channel_plugin_config, parse_show_config
+from ansible_collections.rackscale.imex.plugins.modules import imex_slurm_probe
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     model_of,
@@ -50,13 +51,20 @@ COUNT_2048 = params_count("nvidia_params.txt")
 COUNT_16 = params_count("nvidia_params_count16.txt")
 
 
-def per_job(config=BED, count=COUNT_2048, every=None, by_tray_read=None, converge=True):
-    model = model_of(RACK)
+def per_job(config=BED, count=COUNT_2048, every=None, by_tray_read=None, converge=True, domains=None,
+            check_mode=False):
+    model = model_of(domains or RACK)
     options = options_of(model, dict(PER_JOB, **(every or {})))
-    plan = preflight(model, options)
+    plan = preflight(model, options, check_mode=check_mode)
     reads = {}
+    # Each tray holds the map site.yml writes, with the Slurm names its read gives.
+    names = {tray: (by_tray_read or {}).get(tray, {}).get("node") or tray for tray in plan["trays"]}
     for tray in plan["trays"]:
-        extra = {"slurm_config": slurm_config(config), "channel_count": count}
+        domain = plan["domains"][plan["trays"][tray]["domain"]]
+        installed = _plan.slurm_job_map(plan["trays"][tray]["domain"],
+                                        [(names[member], address) for member, address
+                                         in zip(domain["trays"], domain["addresses"])], names[tray], options[tray])
+        extra = {"slurm_config": slurm_config(config), "channel_count": count, "map_text": installed}
         extra.update((by_tray_read or {}).get(tray, {}))
         reads[tray] = per_job_read(plan, tray, **extra)
     return model, options, plan, reads
@@ -213,3 +221,105 @@ def test_an_unknown_driver_count_is_a_warning_in_the_slurm_modes():
 ])
 def test_the_drivers_count_is_read_from_the_params_file_or_sysfs(path, text, count):
     assert driver_channel_count(path, text) == count
+
+
+# ---------------------------------------------------------------------------------------------------
+# The probe job of validate.yml.
+
+RACK18 = {"rack1": ["rack1-tray%02d" % index for index in range(1, 19)]}
+PROBE = {"imex_slurm_probe_partition": "gpu"}
+
+
+def probe_result(sample, addresses, names, busy=None):
+    """What imex_slurm_probe returns for a job that printed ``sample`` (a real nvidia-imex-ctl answer)."""
+    if busy:
+        return {"changed": False, "probed": False, "reason": busy, "healthy": None, "domain_state": None,
+                "problems": [], "broken_pairs": [], "nodes": []}
+    found = imex_slurm_probe.judge(read_sample("ctl", sample), addresses, names)
+    return {"changed": False, "probed": True, "reason": None, "healthy": found["healthy"],
+            "domain_state": found["domain_state"], "problems": found["problems"],
+            "broken_pairs": found["broken_pairs"], "nodes": found["nodes"]}
+
+
+def validated(**kwargs):
+    model, options, plan, reads = per_job(every=PROBE, **kwargs)
+    return model, after(model, options, plan, reads, converge=False)
+
+
+def test_validate_probes_an_idle_domain_from_its_first_tray_with_its_slurm_names_and_addresses():
+    _model, plan = validated(by_tray_read={"a2": {"node": "gpu-002"}})
+    assert plan["probe_now"] == ["rackA"] and plan["probe_skipped"] == []
+    assert plan["domains"]["rackA"]["probe"] == {
+        "partition": "gpu", "runner": "a1", "nodes": ["a1", "gpu-002", "a3"],
+        "expected_nodes": ["198.18.1.11", "198.18.1.12", "198.18.1.13"], "expected_names": ["a1", "a2", "a3"]}
+
+
+def test_site_yml_and_an_unset_partition_probe_nothing():
+    model, options, plan, reads = per_job(every=PROBE)
+    assert after(model, options, plan, reads, converge=True)["probe_now"] == []
+    model, options, plan, reads = per_job()
+    plan = after(model, options, plan, reads, converge=False)
+    assert (plan["probe_now"], plan["probe_skipped"]) == ([], [])
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    ({"by_tray_read": {"a3": {"slurm_state": "ALLOCATED"}}}, "not idle in Slurm (a3: ALLOCATED)"),
+    ({"by_tray_read": {"a1": {"slurm_state": "IDLE+DRAIN"}}}, "not idle in Slurm (a1: IDLE+DRAIN)"),
+    ({"by_tray_read": {"a2": {"slurm": {"installed": True, "node": "a2", "state": None,
+                                        "error": "slurm_load_node error: Unable to contact slurm controller"}}}},
+     "not idle in Slurm (a2: state unknown (slurm_load_node error: Unable to contact slurm controller))"),
+    ({"by_tray_read": {"a2": {"installed": False}}}, "its installation is not as site.yml leaves it on a2"),
+    ({"check_mode": True}, "check mode: no job is submitted"),
+])
+def test_a_domain_that_is_not_idle_is_skipped_and_said_so(kwargs, why):
+    _model, plan = validated(**kwargs)
+    assert plan["probe_now"] == [] and plan["domains"]["rackA"]["probe"] is None
+    assert len(plan["probe_skipped"]) == 1 and plan["probe_skipped"][0].startswith("domain rackA: no probe job: " + why)
+
+
+def judged_with(probe, domains=None):
+    model, plan = validated(domains=domains)
+    name = plan["per_job_domains"][0]
+    return _plan.verdicts(plan, model, [name], {}, list(plan["trays"]), probes={name: probe})[0]
+
+
+def test_a_healthy_probe_proves_the_domain_and_says_what_it_saw():
+    trays = RACK18["rack1"]
+    addresses = ["198.18.1.%d" % (11 + index) for index in range(18)]
+    healthy = probe_result("N_json_580.95.09_up_18nodes_compact.json", addresses, trays)
+    report = judged_with(healthy, domains=RACK18)
+    assert report["ok"] is True and report["verdict"] == "healthy", report
+    assert report["message"].endswith("; a probe job in partition gpu on %s saw the domain UP, every node READY and "
+                                      "every pair connected" % ", ".join(trays))
+    assert report["status"]["domain_state"] == "UP"
+
+
+def test_a_probe_that_sees_a_broken_pair_fails_the_domain_naming_the_pair():
+    trays = RACK18["rack1"]
+    addresses = ["198.18.1.%d" % (11 + index) for index in range(18)]
+    broken = probe_result("N_580.95.09_pair_3_7_recovering.txt", addresses, trays)
+    report = judged_with(broken, domains=RACK18)
+    assert report["ok"] is False and report["verdict"] == "unhealthy"
+    assert any(problem.startswith("a probe job in partition gpu on rack1-tray01, ") and "rack1-tray04" in problem
+               and "rack1-tray08" in problem for problem in report["problems"]), report["problems"]
+    assert "domain rack1" in report["message"] and [(pair["from_index"], pair["to_index"]) for pair in
+                                                    report["status"]["broken_pairs"]] == [(3, 7), (7, 3)]
+
+
+def test_a_probe_slurm_could_not_place_leaves_the_domain_judged_by_its_installation():
+    report = judged_with(probe_result(None, None, None, busy="srun: error: Unable to allocate resources: Requested "
+                                                             "nodes are busy"))
+    assert report["ok"] is True
+    assert report["message"].endswith("; a probe job in partition gpu on a1, a2, a3 was not run, as Slurm could not "
+                                      "give the nodes at once: srun: error: Unable to allocate resources: Requested "
+                                      "nodes are busy")
+
+
+def test_a_probe_that_failed_as_a_task_fails_the_domain_with_its_message():
+    report = judged_with({"failed": True, "msg": "the probe job printed no nvidia-imex-ctl matrix (srun rc 1)"})
+    assert report["ok"] is False
+    assert report["problems"] == ["a probe job in partition gpu on a1, a2, a3 failed: the probe job printed no "
+                                  "nvidia-imex-ctl matrix (srun rc 1)"]
+    report = judged_with(None)
+    assert report["ok"] is False and report["problems"] == ["a probe job in partition gpu on a1, a2, a3 did not run "
+                                                            "(no result)"]
