@@ -300,7 +300,8 @@ def changed_pairs(run_events):
     """(host, task) of every changed result (each changed loop item on its delegated host)."""
     found = set()
     for event in run_events:
-        if event.get("type") != "ok":
+        # The trays' changes: the reports written on the controller are not a prediction's business.
+        if event.get("type") != "ok" or event.get("host") == "localhost" or str(event.get("action", "")).endswith("imex_report"):
             continue
         if event.get("items"):
             for item in event["items"]:

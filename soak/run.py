@@ -94,6 +94,18 @@ print(json.dumps(out))
 '''
 
 
+def snapshot(dest):
+    """The committed tree (HEAD) extracted into dest: the soak tests a commit, never the half-made
+    edits of a working tree others are editing. Returns the commit id."""
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    archive = subprocess.Popen(["git", "-C", REPO, "archive", commit], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout, check=True)
+    archive.stdout.close()
+    if archive.wait() != 0:
+        raise bench.BenchError("git archive %s failed" % commit)
+    return commit
+
+
 def say(text):
     print("[soak] " + text, flush=True)
 
@@ -207,10 +219,10 @@ class Soak:
         with open(os.path.join(rundir, "vars.json"), "w") as handle:
             json.dump(variables, handle)
         command = [os.path.join(BIN, "ansible-playbook"), "-i", inventory or self.bed.inventory,
-                   os.path.join(REPO, "playbooks", playbook), "-e", "@" + os.path.join(rundir, "vars.json")]
+                   os.path.join(self.args.tree, "playbooks", playbook), "-e", "@" + os.path.join(rundir, "vars.json")]
         if check:
             command += ["--check", "--diff"]
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(self.args.tree, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="soak_events", SOAK_EVENTS_FILE=os.path.join(rundir, "events.jsonl"),
                    PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
@@ -218,7 +230,7 @@ class Soak:
         run = {"name": "%d/%s" % (step, name), "dir": rundir, "playbook": playbook, "check": check,
                "domains": domains, "killed": False, "start": time.time(),
                "bound_s": inv.run_bound_s(len(domains), RUN_VARS["imex_validate_timeout_s"], RUN_VARS["imex_ctl_timeout_s"])}
-        run["process"] = self.runner.spawn(command, bench.PLAYBOOK, env=env, cwd=REPO)
+        run["process"] = self.runner.spawn(command, bench.PLAYBOOK, env=env, cwd=self.args.tree)
         self.counts["runs"] += 1
         return run
 
@@ -321,6 +333,7 @@ class Soak:
             else:
                 verdicts["heal_converges"] = inv.heal_converges(up_after, inv.changed_pairs(last["events"]) if up_after else set())
         elif kind == "check_then_run":
+            pre_check = self.probe_all()
             check_run = self.run_playbook("check", "site.yml", index, check=True)
             checks.append(check_run)
             between = self.probe_all()
@@ -332,7 +345,7 @@ class Soak:
             elif check_run["rc"] != 0 or run["rc"] != 0:
                 verdicts["check_predicts"] = (None, "check rc %d, real rc %d: a failed run's changes stop where it failed" % (check_run["rc"], run["rc"]))
             else:
-                verdicts["check_predicts"] = inv.check_predicts(check_run["events"], run["events"], before, between)
+                verdicts["check_predicts"] = inv.check_predicts(check_run["events"], run["events"], pre_check, between)
         elif kind == "concurrent":
             domain = action["domain"]
             inventory = self.bed.rack_inventory(int(domain[4:]))
@@ -435,6 +448,12 @@ class Soak:
                         probe = after.get(self.topology[domain][0]) or {}
                         since = (probe.get("lock") or {}).get("since") or time.time()
                         self.killed_locks[domain] = {"owner": run["owner"], "stale_at": since + RUN_VARS["imex_lock_stale_after_s"]}
+        finished = {r.get("owner") for r in real if not r["killed"]}
+        for domain, owner in lock_records.items():
+            # A run killed while its lock was being taken holds it without having heard so.
+            if owner not in (None, "?") and owner not in finished and domain not in self.killed_locks and any(r["killed"] for r in real):
+                since = (after[self.topology[domain][0]].get("lock") or {}).get("since") or time.time()
+                self.killed_locks[domain] = {"owner": owner, "stale_at": since + RUN_VARS["imex_lock_stale_after_s"]}
         holders = {d: k["owner"] for d, k in self.killed_locks.items()}
         problems = []
         ok, detail = inv.locks_after(lock_records, real, holders)
@@ -462,6 +481,9 @@ class Soak:
             if run["killed"] or "ctl" not in run:
                 continue
             if "locked by" in inv.failure_text(run["events"]):
+                continue
+            if not run["events"]:
+                unread.append("%s (rc %d) stopped before its play: %s" % (run["name"], run["rc"], run["output"].strip()[-200:]))
                 continue
             health = plan.HEALTH_VALIDATE if run["playbook"] == "validate.yml" else plan.HEALTH
             lasting = [f for fid, f in active_at_start.items() if fid in self.active and f["kind"] in health
@@ -492,6 +514,12 @@ class Soak:
         self.previous_after = None
         with open(os.path.join(self.bed.state, "id_ed25519")) as handle:
             self.key_lines = [l.strip() for l in handle if l.strip() and not l.startswith("-----")]
+        # The series starts from a converged rack, as an operator's racks are.
+        setup = self.run_playbook("converge", "site.yml", -1)
+        say("converged the bed in %.0f s (rc %d)" % (setup["seconds"], setup["rc"]))
+        if setup["rc"] != 0:
+            raise bench.BenchError("the first site.yml on the fresh bed failed (rc %d):\n%s" % (setup["rc"], setup["output"][-3000:]))
+        self.rack_up = {d: self.ctl_state(d) == "UP" for d in self.topology}
         for entry in self.series:
             self.runner.check()
             say("step %d/%d: faults %s; action %s" % (
@@ -515,13 +543,13 @@ def replay_command(args, kept=None):
 
 
 def write_results(out, args, records, counts, extra=None):
-    result = {"seed": args.seed, "racks": args.racks, "trays": args.trays, "steps_planned": args.steps,
+    result = {"seed": args.seed, "commit": getattr(args, "commit", None), "racks": args.racks, "trays": args.trays, "steps_planned": args.steps,
               "replay": replay_command(args, args.keep), "counts": counts, "steps": records}
     result.update(extra or {})
     with open(os.path.join(out, "results.json.tmp"), "w") as handle:
         json.dump(result, handle, indent=1, default=str)
     os.replace(os.path.join(out, "results.json.tmp"), os.path.join(out, "results.json"))
-    lines = ["# Soak seed %d (%d x %d trays)" % (args.seed, args.racks, args.trays), "",
+    lines = ["# Soak seed %d (%d x %d trays, commit %s)" % (args.seed, args.racks, args.trays, (getattr(args, "commit", None) or "?")[:12]), "",
              "Replay: `%s`" % replay_command(args, args.keep), "",
              "Steps run: %d of %d; faults injected: %d (%d during a run, %d could not be injected); runs: %d"
              % (len(records), args.steps, counts["faults_injected"], counts["faults_during_run"],
@@ -590,6 +618,9 @@ def main(argv=None):
         series = plan.keep_faults(series, args.keep)
     lock = bench.BedLock(runner)
     code, records, counts, started = 0, [], {}, time.time()
+    args.tree = tempfile.mkdtemp(prefix="soak-tree-")
+    args.commit = snapshot(args.tree)
+    say("testing commit %s (extracted to %s)" % (args.commit[:12], args.tree))
     try:
         lock.acquire()
         records, counts = run_series(runner, args, series, args.out,
@@ -610,8 +641,9 @@ def main(argv=None):
         code = 1
     finally:
         lock.release()
+        shutil.rmtree(args.tree, ignore_errors=True)
     if runner.signum is not None:
-        say("interrupted by %s; the bed is down; results of the steps run so far in %s" % (
+        say("interrupted by %s; no bed left up; results of the steps run so far in %s" % (
             signal.Signals(runner.signum).name, args.out))
         return 128 + runner.signum
     say("%d steps in %.0f s; results in %s" % (len(records), time.time() - started, args.out))
