@@ -171,6 +171,7 @@ class Soak:
     # ---------------------------------------------------------------- faults
     def inject(self, fault, during=False):
         start = time.time()
+        fault["at"] = start
         rc, out, err = self.simrack("fault", *plan.simrack_args(fault))
         end = time.time()
         with self.lock:
@@ -485,6 +486,11 @@ class Soak:
             if not run["events"]:
                 unread.append("%s (rc %d) stopped before its play: %s" % (run["name"], run["rc"], run["output"].strip()[-200:]))
                 continue
+            landed = [f for f in entry["faults"] if f.get("injected") and run["start"] <= f.get("at", 0) <= run["end"]]
+            if landed and run["rc"] == 0:
+                unread.append("%s: rc 0, but %s landed during it (after its proof, maybe)" % (
+                    run["name"], ", ".join(f["kind"] for f in landed)))
+                continue
             health = plan.HEALTH_VALIDATE if run["playbook"] == "validate.yml" else plan.HEALTH
             lasting = [f for fid, f in active_at_start.items() if fid in self.active and f["kind"] in health
                        and any(self.domain_of[t] in run["domains"] for t in f["trays"])
@@ -494,7 +500,13 @@ class Soak:
                 problems.append(detail)
             elif ok is None:
                 unread.append(detail)
-        verdicts["rc_truth"] = (not problems, "; ".join(problems) or "ok") if not unread or problems else (None, "; ".join(unread))
+        checked = [r for r in runs if not r["killed"] and "ctl" in r]
+        if problems:
+            verdicts["rc_truth"] = (False, "; ".join(problems + unread))
+        elif len(unread) < len(checked):
+            verdicts["rc_truth"] = (True, "; ".join(["ok"] + ["not judged: " + u for u in unread]))
+        else:
+            verdicts["rc_truth"] = (None, "; ".join(unread) or "no finished run")
         verdicts["run_bounds"] = inv.run_bounds(runs + checks)
         texts = {}
         for run in runs + checks:

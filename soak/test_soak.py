@@ -166,6 +166,13 @@ def test_a_restart_without_the_lock_or_after_losing_it_fails():
     assert "restarted rack1 after losing its lock" in inv.no_overlapping_restarts([lost], DOMAIN_OF)[1]
 
 
+def test_a_lock_item_refused_with_locked_by_is_not_taken():
+    events = [{"type": "failed", "task": inv.LOCK_TASK, "host": "rack1-tray01", "time": 1, "items": [
+        {"item": {"domain": "rack1", "holder": "rack1-tray01"}, "failed": False, "msg": "rack tray is locked by run-a since ..."}]}]
+    assert inv.locked_domains(events, DOMAIN_OF) == set()
+    assert "locked by run-a" in inv.failure_text(events)
+
+
 def test_locks_left_by_finished_runs_and_two_holders():
     runs = [{"owner": "run-a", "killed": False}, {"owner": "run-k", "killed": True}]
     assert inv.locks_after({"rack1": None, "rack2": "run-k"}, runs, {"rack2": "run-k"})[0] is True
@@ -198,6 +205,11 @@ def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming
     mute = {"name": "s", "rc": 2, "domains": ["rack1"], "events": [
         {"type": "failed", "host": "rack1-tray01", "msg": "domain rack1 is not healthy (198.18.1.111)"}]}
     assert inv.rc_truth(mute, {"rack1": "DEGRADED"}, [cut], ADDRESSES)[0] is False
+    skew = {"kind": "version", "trays": ["rack2-tray01"]}
+    gated = {"name": "v", "rc": 2, "domains": ["rack1", "rack2"], "events": [
+        {"type": "failed", "host": "rack1-tray01", "msg": "domain rack2 runs different driver releases: 580.105.08 on rack2-tray01"}]}
+    ok, detail = inv.rc_truth(gated, {}, [cut, skew], ADDRESSES)
+    assert ok is True and "link-cut on rack1-tray01 rack1-tray02 not reached (the run stopped at version on rack2-tray01)" in detail
 
 
 def test_heal_converges_within_two_runs_then_changes_nothing():

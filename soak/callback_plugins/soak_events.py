@@ -29,21 +29,26 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("SOAK_EVENTS_FILE")
         self.handle = open(path, "a", encoding="utf-8", buffering=1) if path else None
 
+    @staticmethod
+    def _name(task):
+        # "rackscale.imex.imex : Take the lock ..." -> the task's own name
+        return task.get_name().split(" : ", 1)[-1]
+
     def _write(self, record):
         if self.handle is not None:
             record["time"] = round(time.time(), 3)
             self.handle.write(json.dumps(record, default=str) + "\n")
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._write({"type": "task_start", "task": task.get_name()})
+        self._write({"type": "task_start", "task": self._name(task)})
 
     def v2_playbook_on_handler_task_start(self, task):
-        self._write({"type": "task_start", "task": task.get_name()})
+        self._write({"type": "task_start", "task": self._name(task)})
 
     def _result(self, kind, result):
         res = result._result if isinstance(result._result, dict) else {}
         items = res.get("results") if isinstance(res.get("results"), list) else None
-        record = {"type": kind, "task": result._task.get_name(), "host": result._host.get_name(),
+        record = {"type": kind, "task": self._name(result._task), "host": result._host.get_name(),
                   "action": result._task.action, "changed": bool(res.get("changed")),
                   "msg": str(res.get("msg", ""))[:4000]}
         if items is not None:
