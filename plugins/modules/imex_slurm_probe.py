@@ -20,8 +20,8 @@ description:
     connectivity matrix is judged as M(rackscale.imex.imex_status) judges it. The epilog stops the
     daemons when the job ends.
   - A domain Slurm cannot give the job at once (a job runs there, a node is drained or down) is not
-    probed: RV(probed) is false and RV(reason) says what Slurm answered. Nothing waits for it.
-  - Every call is bounded: C(srun) by coreutils C(timeout) (O(timeout)), C(nvidia-imex-ctl) inside the
+    probed; RV(probed) is false and RV(reason) says what Slurm answered. Nothing waits for it.
+  - Every call is bounded, C(srun) by coreutils C(timeout) (O(timeout)), C(nvidia-imex-ctl) inside the
     job by O(command_timeout), the job by O(time_limit).
   - Leaves no file behind; the job is recorded in Slurm's accounting like any other.
 options:
@@ -36,7 +36,7 @@ options:
     required: true
   expected_nodes:
     description:
-      - The IMEX addresses of O(nodes), in the same order: the node list the prolog writes for the job,
+      - The IMEX addresses of O(nodes), in the same order; the node list the prolog writes for the job,
         and the one the matrix must show.
     type: list
     elements: str
@@ -93,7 +93,7 @@ attributes:
     support: full
     details: Changes nothing on the target; each run submits one short job, which Slurm records.
 notes:
-  - The job runs as the user the module runs as (root for the role): Slurm must accept its jobs
+  - The job runs as the user the module runs as (root for the role); Slurm must accept its jobs
     (C(DisableRootJobs=NO), the default) in O(partition).
   - A prolog that fails on a node makes Slurm drain that node, as for any job; the role's prolog fails
     only when the node's own daemon cannot start.

@@ -123,7 +123,7 @@ options:
   channel_count_paths:
     description:
       - Where O(channel_count) looks, in order. A file named C(NVreg_ImexChannelCount) holds the bare
-        number (sysfs); any other is read as C(/proc/driver/nvidia/params) (C(ImexChannelCount: N)).
+        number (sysfs); any other is read as C(/proc/driver/nvidia/params), whose line is C(ImexChannelCount) and the number.
     type: list
     elements: path
     default: [/proc/driver/nvidia/params, /sys/module/nvidia/parameters/NVreg_ImexChannelCount]
@@ -479,9 +479,9 @@ slurm_config:
       type: bool
     error:
       description:
-        - Why there is no configuration although C(scontrol) is installed, in one line of at most 300
+        - 'Why there is no configuration although C(scontrol) is installed, in one line of at most 300
           characters, for example C(slurm_load_ctl_conf error: Unable to contact slurm controller (connect
-          failure)); V(null) otherwise.
+          failure)); V(null) otherwise.'
       type: str
     config:
       description:
