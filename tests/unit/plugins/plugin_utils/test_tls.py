@@ -53,8 +53,8 @@ def test_a_certificate_not_yet_valid_is_refused_with_its_start():
     assert problems == ["tray t1: imex_tls_cert (PEM text): the certificate is not valid before 2026-06-04T00:00:00Z"]
 
 
-@pytest.mark.parametrize(("days", "minimum", "refused"), [(10, 14, True), (14.5, 14, False), (10, 0, False),
-                                                         (10, 11, True)])
+@pytest.mark.parametrize(("days", "minimum", "refused"),
+                         [(10, 14, True), (14.5, 14, False), (10, 0, False), (10, 11, True)])
 def test_a_certificate_expiring_within_the_minimum_days_left_is_refused(days, minimum, refused):
     cert, key = make_tray_cert(CA, ips=[ADDRESS], days=days)
     _found, problems = checked(cert, key, min_days_left=minimum)
@@ -125,7 +125,7 @@ def test_a_ca_with_the_same_name_but_another_key_is_refused():
 
 def test_a_chain_through_an_intermediate_in_the_certificate_file_verifies():
     intermediate_key = new_key()
-    intermediate, _ = make_tray_cert(CA, key=intermediate_key, eku=None, name="rack-intermediate")
+    intermediate = make_tray_cert(CA, key=intermediate_key, eku=None, name="rack-intermediate")[0]
     leaf, leaf_key = make_tray_cert((intermediate, intermediate_key), ips=[ADDRESS])
     found, problems = check_material("t1", ADDRESS, cert_pem(CA[0]), cert_pem(leaf) + cert_pem(intermediate),
                                      key_pem(leaf_key), NOW)
