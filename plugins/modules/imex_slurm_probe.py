@@ -45,6 +45,7 @@ options:
     description: Names of the trays of O(expected_nodes), in the same order, to name them in RV(problems).
     type: list
     elements: str
+    default: []
   config:
     description: The IMEX daemon configuration on the job's nodes, passed to C(nvidia-imex-ctl -c).
     type: path
@@ -85,13 +86,14 @@ options:
     default: rackscale-imex-probe
 attributes:
   check_mode:
+    description: Submits no job in check mode; RV(probed) is false and RV(reason) says so.
     support: full
-    details: In check mode no job is submitted; RV(probed) is false and RV(reason) says so.
   diff_mode:
+    description: Changes no file, so there is nothing to show.
     support: none
   idempotent:
+    description: Changes nothing on the target; each run submits one short job, which Slurm records.
     support: full
-    details: Changes nothing on the target; each run submits one short job, which Slurm records.
 notes:
   - The job runs as the user the module runs as (root for the role); Slurm must accept its jobs
     (C(DisableRootJobs=NO), the default) in O(partition).

@@ -51,8 +51,9 @@ COUNT_2048 = params_count("nvidia_params.txt")
 COUNT_16 = params_count("nvidia_params_count16.txt")
 
 
-def per_job(config=BED, count=COUNT_2048, every=None, by_tray_read=None, converge=True, domains=None,
+def per_job(config=BED, count=None, every=None, by_tray_read=None, converge=True, domains=None,
             check_mode=False):
+    count = COUNT_2048 if count is None else count
     model = model_of(domains or RACK)
     options = options_of(model, dict(PER_JOB, **(every or {})))
     plan = preflight(model, options, check_mode=check_mode)
@@ -74,7 +75,8 @@ def after(model, options, plan, reads, converge=True):
     return _plan.after_read(plan, model, options, reads, converge=converge, script_sha256=SCRIPT_SHA, slurm_names={})
 
 
-def static(config, count=COUNT_2048, every=None):
+def static(config, count=None, every=None):
+    count = COUNT_2048 if count is None else count
     model = model_of(RACK)
     options = options_of(model, every)
     plan = preflight(model, options)
