@@ -816,7 +816,7 @@ def probe_verdict(name, probe, found):
     where = "a probe job in partition %s on %s" % (probe["partition"], ", ".join(probe["nodes"]))
     if not found:
         return ["%s did not run (no result)" % where], None
-    if found.get("failed"):
+    if found.get("failed") or found.get("unreachable") or "probed" not in found:
         return ["%s failed: %s" % (where, found.get("msg") or "unknown error")], None
     if not found.get("probed"):
         return [], "%s was not run, as Slurm could not give the nodes at once: %s" % (where, found.get("reason"))

@@ -325,3 +325,9 @@ def test_a_probe_that_failed_as_a_task_fails_the_domain_with_its_message():
     report = judged_with(None)
     assert report["ok"] is False and report["problems"] == ["a probe job in partition gpu on a1, a2, a3 did not run "
                                                             "(no result)"]
+
+
+def test_a_probe_whose_tray_was_unreachable_fails_the_domain():
+    report = judged_with({"unreachable": True, "msg": "Failed to connect to the host via ssh"})
+    assert report["ok"] is False and report["problems"] == [
+        "a probe job in partition gpu on a1, a2, a3 failed: Failed to connect to the host via ssh"]
