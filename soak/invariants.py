@@ -240,13 +240,15 @@ def refused_while_locked(run, domain, stale_at, now_start):
 
 
 def two_holders(runs, domain_of):
-    """Two runs of one step never both took the lock of one domain (concurrent runs)."""
-    holders = {}
-    for run in runs:
-        for domain in locked_domains(run["events"], domain_of):
-            holders.setdefault(domain, []).append(run["name"])
-    both = {d: names for d, names in holders.items() if len(names) > 1}
-    return not both, "; ".join("%s held by %s" % (d, " and ".join(n)) for d, n in both.items()) or "ok"
+    """Two runs that ran at the same time never both took the lock of one domain."""
+    both = []
+    for i, first in enumerate(runs):
+        for second in runs[i + 1:]:
+            if not (first["start"] < second["end"] and second["start"] < first["end"]):
+                continue
+            shared = locked_domains(first["events"], domain_of) & locked_domains(second["events"], domain_of)
+            both += ["%s held by %s and %s" % (d, first["name"], second["name"]) for d in sorted(shared)]
+    return not both, "; ".join(both) or "ok"
 
 
 # 6 ------------------------------------------------------------------------------------------

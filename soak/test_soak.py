@@ -179,9 +179,11 @@ def test_locks_left_by_finished_runs_and_two_holders():
     ok, detail = inv.locks_after({"rack1": "run-a", "rack2": None}, runs, {})
     assert ok is False and "domain rack1: lock left by run-a, a run that finished" in detail
     assert inv.locks_after({"rack1": "?", "rack2": "?"}, runs, {})[0] is None
-    both = [{"name": "a", "events": run_events(1, 2, TOPOLOGY["rack1"])},
-            {"name": "b", "events": run_events(3, 4, TOPOLOGY["rack1"], owner="run-b")}]
+    both = [{"name": "a", "events": run_events(1, 2, TOPOLOGY["rack1"]), "start": 0, "end": 10},
+            {"name": "b", "events": run_events(3, 4, TOPOLOGY["rack1"], owner="run-b"), "start": 5, "end": 12}]
     assert inv.two_holders(both, DOMAIN_OF) == (False, "rack1 held by a and b")
+    one_after_the_other = [dict(both[0]), dict(both[1], start=11, end=20)]
+    assert inv.two_holders(one_after_the_other, DOMAIN_OF) == (True, "ok")
 
 
 def test_a_run_during_a_killed_run_s_fresh_lock_must_refuse_with_locked_by():
