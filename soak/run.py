@@ -288,6 +288,9 @@ class Soak:
         self.finish_run(run, timers)
         for timer in timers:
             timer.join()
+        if not check and not run["killed"]:
+            # Read before a fault whose moment came after the run lands: the state the run left.
+            run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
         for fault in during:
             if fault["id"] not in fired:
                 self.inject(fault, during=False)
@@ -322,12 +325,10 @@ class Soak:
             for attempt in (1, 2):
                 run = self.run_playbook("site-%d" % attempt, "site.yml", index, during=during if attempt == 1 else ())
                 runs.append(run)
-                run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
                 if run["rc"] == 0 and all(s == "UP" for s in run["ctl"].values()):
                     up_after = attempt
                     break
             last = self.run_playbook("site-again", "site.yml", index)
-            last["ctl"] = {d: self.ctl_state(d) for d in last["domains"]}
             runs.append(last)
             if during or self.active:
                 verdicts["heal_converges"] = (None, "a fault landed during the step's runs")
@@ -339,7 +340,6 @@ class Soak:
             checks.append(check_run)
             between = self.probe_all()
             run = self.run_playbook("site", "site.yml", index, during=during)
-            run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
             runs.append(run)
             if during:
                 verdicts["check_predicts"] = (None, "a fault was injected during the real run")
@@ -353,24 +353,32 @@ class Soak:
             first = self.start_run("site-a", "site.yml", index, inventory=inventory, domains=[domain])
             self.runner.sleep(action["stagger_s"])
             second = self.start_run("site-b", "site.yml", index, inventory=inventory, domains=[domain])
-            timers = [threading.Timer(f["at_s"], self.inject, (f, True)) for f in during]
+            fired = set()
+
+            def fire(fault):
+                fired.add(fault["id"])
+                self.inject(fault, during=True)
+            timers = [threading.Timer(f["at_s"], fire, (f,)) for f in during]
             for timer in timers:
                 timer.start()
             self.finish_run(first)
-            self.finish_run(second)
+            self.finish_run(second, timers)
             for timer in timers:
                 timer.join()
+            state = self.ctl_state(domain)
             for run in (first, second):
-                run["ctl"] = {domain: self.ctl_state(domain)}
+                run["ctl"] = {domain: state}
                 runs.append(run)
+            for fault in during:
+                if fault["id"] not in fired:
+                    self.inject(fault)
+                    fault["landed"] = "after the runs"
         else:
             playbook = "validate.yml" if kind == "validate" else "site.yml"
             if kind == "site_change":
                 self.desired.update(action["change"])
             run = self.run_playbook(kind, playbook, index, during=during,
                                     kill_after=action.get("after_s") if kind == "kill" else None)
-            if not run["killed"]:
-                run["ctl"] = {d: self.ctl_state(d) for d in run["domains"]}
             runs.append(run)
         after = self.probe_all()
         self.previous_after = after
