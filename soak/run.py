@@ -304,8 +304,11 @@ class Soak:
         before = self.previous_after or self.probe_all()
         for fault in entry["faults"]:
             fault.pop("landed", None)
-        before_faults = [f for f in entry["faults"] if not f["during"]]
-        during = [f for f in entry["faults"] if f["during"]]
+        kind = action["kind"]
+        # A full heal heals this step's faults too: they land before it, so that what the runs after
+        # the heal reach is judged on a rack with no fault at all.
+        before_faults = [f for f in entry["faults"] if not f["during"] or kind == "heal_all"]
+        during = [f for f in entry["faults"] if f["during"] and kind != "heal_all"]
         for fault in before_faults:
             self.inject(fault)
         active_at_start = {fid: dict(f) for fid, f in self.active.items()}
