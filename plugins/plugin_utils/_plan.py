@@ -489,9 +489,13 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             "tls_certificate": certificates.get(tray),
             "per_job": options["imex_mode"] == PER_JOB,
             "slurm_job_paths": slurm_job_paths(options) if options["imex_mode"] == PER_JOB else {},
+            # Out of the per-job mode, its program would still stop and start the daemon around every
+            # exclusive job: where a read finds it (or its map), it is removed.
+            "slurm_job_leftovers": [] if options["imex_mode"] == PER_JOB else sorted(slurm_job_paths(options).values()),
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.
             "tls_pem": [is_pem(options.get(option)) for option in TLS_FILE_OPTIONS],
         }
+        plan["trays"][tray]["read_stat_files"] += plan["trays"][tray]["slurm_job_leftovers"]
         if options["imex_mode"] == PER_JOB:
             # No node list to read: the prolog writes it per job.
             plan["trays"][tray]["read_files"] = [options["imex_config_path"]] + [
@@ -591,12 +595,7 @@ def busy_guard(trays, reads, service, allow_busy=False):
         return []
     if not any(((reads.get(tray) or {}).get("services") or {}).get(service) == "active" for tray in trays):
         return []
-    found = []
-    for tray in trays:
-        work = busy_reasons(tray, reads.get(tray), service)
-        if work:
-            found.append("%s: %s" % (tray, ", ".join(work)))
-    return found
+    return _work_on(trays, reads, service)
 
 
 def per_job_busy(trays, reads, service, allow_busy=False):
@@ -604,6 +603,11 @@ def per_job_busy(trays, reads, service, allow_busy=False):
     shares its nodes runs without a daemon, and its trays are not rewritten under it either."""
     if allow_busy:
         return []
+    return _work_on(trays, reads, service)
+
+
+def _work_on(trays, reads, service):
+    """'<tray>: <what runs there>' for each tray with work on it."""
     found = []
     for tray in trays:
         work = busy_reasons(tray, reads.get(tray), service)
@@ -898,14 +902,19 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                          release=False)
             if per_job:
                 _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256, converge)
+            stats = (read or {}).get("stat_files") or {}
+            leftovers = entry.get("slurm_job_leftovers") or []
+            entry["remove_slurm_job"] = [path for path in leftovers if (stats.get(path) or {}).get("exists")]
             entry["write"] = any(entry[key] for key in ("write_nodes", "write_config", "write_tls", "handover",
-                                                        "write_map", "write_prolog", "write_epilog", "release"))
+                                                        "write_map", "write_prolog", "write_epilog", "release",
+                                                        "remove_slurm_job"))
             entry["channels_role"] = (domain["mode"] in ("slurm", PER_JOB, "dra") or bool(options.get("imex_channels"))
                                       or bool(entry["channels"]))
             tls_files = entry.get("tls_files") or []
             mark = tls_reload_mark(options)
             why = pending_restart(read, service, entry["read_files"],
-                                  [path for path in entry["read_stat_files"] if path not in tls_files and path != mark])
+                                  [path for path in entry["read_stat_files"]
+                                   if path not in tls_files and path != mark and path not in leftovers])
             tls_why = pending_reload(read, service, tls_files, mark)
             # The running daemon runs the config on disk, TLS on with these files: new TLS files alone are
             # put in force by SIGUSR1, which reloads file-based TLS credentials without making the daemon

@@ -185,3 +185,22 @@ class TestFailures:
             on(bed, CONTROLLER, "scancel", job)
             for tray in trays:
                 wait_for(lambda: daemon_state(bed, tray) == "inactive", "the daemon of %s to stop" % tray)
+
+
+class TestLeavingPerJob:
+    """Last: the bed leaves the per-job mode."""
+
+    def test_a_run_in_another_mode_removes_the_program_and_the_map(self, bed):
+        run = run_playbook("site.yml", bed.inventory, cmdline_vars={"imex_mode": "slurm", "imex_channel0": "false"})
+        assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
+        for tray in all_trays(bed):
+            left = on(bed, tray, "ls", "/etc/slurm/prolog.d", "/etc/slurm/epilog.d", "/etc/rackscale-imex",
+                      check=False).stdout
+            assert PROGRAM not in left and "slurm-job.json" not in left, (tray, left)
+            assert daemon_state(bed, tray) == "active", tray
+        # An exclusive job no longer stops or restarts the static daemon.
+        pids = {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout
+                for t in bed.trays_of(1)}
+        srun(bed, "-N4", "--exclusive", "-w", ",".join(bed.trays_of(1)), command="true")
+        assert {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout
+                for t in bed.trays_of(1)} == pids

@@ -123,6 +123,12 @@ def stated(ctime=BEFORE, mode="0644"):
     return {"exists": True, "ctime": ctime, "uid": 0, "gid": 0, "mode": mode, "error": None}
 
 
+# What a tray out of the per-job mode is read for: the per-job program and map, to remove them.
+LEFTOVERS = ["/etc/rackscale-imex/slurm-job.json", "/etc/slurm/epilog.d/90-rackscale-imex",
+             "/etc/slurm/prolog.d/90-rackscale-imex"]
+ABSENT = {"exists": False, "ctime": None, "uid": None, "gid": None, "mode": None, "error": None}
+
+
 def cluster(name):
     return str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
 
@@ -144,7 +150,9 @@ def read_of(plan, tray, active=True, started=STARTED, nodes=None, config=None, c
         "driver_version": DRIVER, "imex_version": DRIVER,
         "files": {NODES_PATH: described(nodes_text if nodes is None else nodes, ctime),
                   CONFIG_PATH: described(config_text if config is None else config, ctime)},
-        "stat_files": {path: stated(ctime) for path in entry["read_stat_files"]},
+        # The per-job program is not installed (a tray that never ran the slurm_per_job mode).
+        "stat_files": {path: ABSENT if path in entry["slurm_job_leftovers"] else stated(ctime)
+                       for path in entry["read_stat_files"]},
         "services": {SERVICE: "active" if active else "inactive"},
         "services_started": {SERVICE: started if active else None},
         "compute_apps": [],
@@ -557,8 +565,8 @@ def test_tls_files_are_checked_on_each_tray_with_tls_on_only(tmp_path):
     assert looked_at == ["/pki/ca", "/pki/c", "/pki/k"] * 4
     assert plan["trays"]["a1"]["tls_pem"] == [False, False, False]
     assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key",
-                                                      TLS_DIR + "/reloaded"]
-    assert plan["trays"]["c1"]["read_stat_files"] == []
+                                                      TLS_DIR + "/reloaded"] + LEFTOVERS
+    assert plan["trays"]["c1"]["read_stat_files"] == LEFTOVERS
 
 
 def test_tls_material_given_as_pem_text_is_told_from_a_controller_path():
@@ -606,7 +614,7 @@ def test_the_plan_of_a_whole_run():
         "domain": "rackA", "address": "198.18.2.12",
         "settings": _plan.daemon_settings(role_options(), "198.18.2.12"),
         "channel_entries": [{"channel": 0, "state": "present", "persistent": True, "immediate": True}],
-        "read_files": [NODES_PATH, CONFIG_PATH], "read_stat_files": [], "tls_pem": [False, False, False]})
+        "read_files": [NODES_PATH, CONFIG_PATH], "read_stat_files": LEFTOVERS, "tls_pem": [False, False, False]})
     for key in ("prove_now", "restarting", "verdicts", "run_verdicts", "explain"):
         assert plan[key] == []
 
@@ -742,7 +750,7 @@ def test_tls_material_is_always_ensured_where_tls_is_on():
     assert plan["trays"]["a1"]["write"] is True and plan["trays"]["b1"]["write"] is False
     # The read of a TLS tray covers its TLS files without their content, and the mark of its last reload.
     assert plan["trays"]["a1"]["read_stat_files"] == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key",
-                                                      TLS_DIR + "/reloaded"]
+                                                      TLS_DIR + "/reloaded"] + LEFTOVERS
 
 
 def test_a_dra_domain_hands_over_and_writes_none_of_the_host_daemons_files():
@@ -1484,3 +1492,16 @@ def test_a_stopped_tray_of_a_busy_domain_does_not_start_on_files_that_were_not_w
     problems = refused(_plan.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": wrote(config=True)},
                        all_ready(plan, ["rack1"]))
     assert problems[0].startswith("domain rack1 is not restarted: work runs on it (t1: pid 7 a.out)")
+
+
+def test_the_per_job_program_left_from_an_earlier_mode_is_removed_and_causes_no_restart():
+    leftovers = LEFTOVERS
+    _model, _options, plan = planned()
+    tray = sorted(plan["trays"])[0]
+    assert plan["trays"][tray]["slurm_job_leftovers"] == leftovers
+    assert plan["trays"][tray]["remove_slurm_job"] == [] and not plan["trays"][tray]["write"]
+    # Installed after the daemon started (a newer ctime): removed, and no reason to restart the daemon.
+    _model, _options, plan = planned(reads={tray: {"stat_files": {path: stated(STARTED + 60) for path in leftovers}}})
+    entry = plan["trays"][tray]
+    assert (entry["remove_slurm_job"], entry["write"]) == (leftovers, True)
+    assert plan["domains"][entry["domain"]]["pending"] == {}
