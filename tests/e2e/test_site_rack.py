@@ -219,6 +219,8 @@ def test_check_mode_on_a_drifted_tray_predicts_the_repair_and_changes_nothing(fi
     assert sorted(h for h, t in check.changed_tasks() if t == "Stop IMEX daemon") == rack2
     assert sorted(h for h, t in real.changed_tasks() if t == "Stop IMEX daemon") == rack2
     assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == rack2
+    # --check predicts the start that follows each stop, as the real run makes it.
+    assert sorted(h for h, t in check.changed_tasks() if t == "Start IMEX daemon") == rack2
     # The repair restarted rack2 together and left rack1 alone.
     after = daemon_start_times(simulated_rack, trays)
     assert [t for t in trays if after[t] != starts[t]] == rack2
@@ -259,6 +261,7 @@ def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, t
     starts = sorted(h for h, t in run.changed_tasks() if t == "Start IMEX daemon")
     assert stops == starts == ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
     assert sorted(h for h, t in check.changed_tasks() if t == "Stop IMEX daemon") == stops
+    assert sorted(h for h, t in check.changed_tasks() if t == "Start IMEX daemon") == starts
     rack2_after = daemon_start_times(simulated_rack, simulated_rack.trays_of(2))
     assert rack2_after == {t: starts_before[t] for t in simulated_rack.trays_of(2)}
     with open(os.path.join(reports, "rack1.json")) as handle:
