@@ -352,6 +352,9 @@ class Soak:
             runs.append(run)
             if during:
                 verdicts["check_predicts"] = (None, "a fault was injected during the real run")
+            elif check_run["rc"] != 0 and run["rc"] == 0:
+                verdicts["check_predicts"] = (False, "the check run failed (rc %d) where the real run passed: %s" % (
+                    check_run["rc"], inv.failure_text(check_run["events"]).strip()[:400]))
             elif check_run["rc"] != 0 or run["rc"] != 0:
                 verdicts["check_predicts"] = (None, "check rc %d, real rc %d: a failed run's changes stop where it failed" % (check_run["rc"], run["rc"]))
             else:
