@@ -340,6 +340,18 @@ def parse_json(stdout):
     }
 
 
+def parse_domain_output(text):
+    """The -N output in ``text`` as JSON (-j), else as the formatted table, else None."""
+    if not (text or '').strip():
+        return None
+    for parse in (parse_json, parse_text):
+        try:
+            return parse(text)
+        except CtlParseError:
+            continue
+    return None
+
+
 def _first_lines(text, limit=3, width=200):
     lines = [line.strip() for line in (text or '').strip().splitlines() if line.strip()]
     shown = ' | '.join(lines[:limit])

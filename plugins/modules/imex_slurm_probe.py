@@ -218,18 +218,6 @@ def shown(argv):
     return ' '.join(shlex.quote(arg) if arg != STEP_SCRIPT else "'<probe script>'" for arg in argv)
 
 
-def parse_domain(text):
-    """The -N output in ``text`` as JSON, else as the formatted table, else None."""
-    if not (text or '').strip():
-        return None
-    for parse in (_ctl.parse_json, _ctl.parse_text):
-        try:
-            return parse(text)
-        except _ctl.CtlParseError:
-            continue
-    return None
-
-
 def not_available(err):
     """The line of srun's answer that says the nodes cannot be had now, or None."""
     for line in (err or '').splitlines():
@@ -240,7 +228,7 @@ def not_available(err):
 
 def judge(out, expected_nodes, expected_names):
     """The assessment of the matrix the job printed, or None when it printed none."""
-    parsed = parse_domain(out)
+    parsed = _ctl.parse_domain_output(out)
     if parsed is None:
         return None
     _assess.add_unreported(parsed, expected_nodes)

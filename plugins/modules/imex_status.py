@@ -323,7 +323,7 @@ class ImexCtl:
         # trays, which "the call failed" would hide. Only output that does not parse makes a non-zero
         # code a failure. The same goes for a ctl without -j, which prints its usage instead.
         rc, out, err, shown = self.run('-N', '-j')
-        parsed = _parse_domain(out) or _parse_domain(err)
+        parsed = _ctl.parse_domain_output(out) or _ctl.parse_domain_output(err)
         if parsed is not None:
             return dict(parsed, exit_code=rc, command=shown)
         json_attempt = 'rc %d' % rc if rc else 'output not JSON'
@@ -353,18 +353,6 @@ class ImexCtl:
         if rc != 0:
             return None, '%s printed %s but returned rc %d' % (shown, state, rc)
         return state, None
-
-
-def _parse_domain(text):
-    """The -N output in ``text`` as JSON, else as the formatted table, else None."""
-    if not (text or '').strip():
-        return None
-    for parse in (_ctl.parse_json, _ctl.parse_text):
-        try:
-            return parse(text)
-        except _ctl.CtlParseError:
-            continue
-    return None
 
 
 def exit_code_note(parsed):

@@ -538,32 +538,31 @@ _SYSTEMCTL_TIMEOUT_SECONDS = 30
 _NOT_IN_NODE_NAME = frozenset(',[]')
 
 
-def service_states(runner, systemctl, units):
-    """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
+def _systemctl_answers(runner, systemctl, verb, units):
+    """Map each unit to the word ``systemctl <verb>`` prints for it, or None when it cannot be asked.
+
+    is-active and is-enabled exit non-zero for every answer but the first (active, enabled); the
+    answer is on stdout either way.
+    """
     states = dict((unit, None) for unit in units)
     if not systemctl:
         return states
     for unit in units:
-        # is-active exits non-zero for every state but active; the state is on stdout either way.
-        _rc, out, _err, hung = runner.run([systemctl, 'is-active', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        _rc, out, _err, hung = runner.run([systemctl, verb, '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
         words = out.split()
         if words and not hung:
             states[unit] = words[0]
     return states
+
+
+def service_states(runner, systemctl, units):
+    """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
+    return _systemctl_answers(runner, systemctl, 'is-active', units)
 
 
 def service_enablement(runner, systemctl, units):
     """Map each unit to the state systemctl is-enabled prints, or None when it cannot be asked."""
-    states = dict((unit, None) for unit in units)
-    if not systemctl:
-        return states
-    for unit in units:
-        # is-enabled exits non-zero for disabled and masked units; the state is on stdout either way.
-        _rc, out, _err, hung = runner.run([systemctl, 'is-enabled', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
-        words = out.split()
-        if words and not hung:
-            states[unit] = words[0]
-    return states
+    return _systemctl_answers(runner, systemctl, 'is-enabled', units)
 
 
 def channel_major(proc_devices=PROC_DEVICES):
