@@ -5,17 +5,15 @@ work, and how validate.yml judges the installation without a running daemon."""
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import os
-import sys
 
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries
+from ansible_collections.rackscale.imex.tests.unit.roles.test_slurm_job_script import job_script
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     BEFORE,
     CONFIG_PATH,
@@ -41,18 +39,6 @@ with open(SCRIPT_PATH, "rb") as _handle:
     SCRIPT = _handle.read()
 SCRIPT_SHA = hashlib.sha256(SCRIPT).hexdigest()
 RACK = {"rackA": ["a1", "a2", "a3"]}
-
-
-def _script_module():
-    loader = importlib.machinery.SourceFileLoader("rackscale_imex_slurm_job_for_plan", SCRIPT_PATH)
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    # No __pycache__ next to the program: the role ships that directory as it is.
-    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes_bytecode
-    return module
 
 
 def per_job_read(plan, tray, installed=True, active=False, enabled="disabled", slurm_state="IDLE", node=None,
@@ -118,7 +104,7 @@ def test_the_per_job_plan_reads_the_installation_and_no_node_list():
 
 
 def test_the_program_reads_its_map_where_the_plan_writes_it_with_the_bounds_it_knows():
-    script = _script_module()
+    script = job_script
     assert script.MAP_PATH == _plan.SLURM_JOB_MAP
     assert set(_plan.SLURM_JOB_BOUNDS) <= set(script.DEFAULTS)
 
