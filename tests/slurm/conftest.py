@@ -6,22 +6,21 @@ import os
 
 import pytest
 
-from slurmctld import Slurmctld, slurm_rootfs  # noqa: E402 (tests/slurm is on sys.path as rootdir of its conftest)
+from slurmctld import TOPOLOGY_YAML_SUITE, Slurmctld, slurm_rootfs  # noqa: E402 (tests/slurm is on sys.path as rootdir of its conftest)
 
 
-@pytest.fixture(scope="session")
-def rootfs():
+def _rootfs(suite=None):
     if os.geteuid() != 0:
         pytest.skip("a real slurmctld needs root (namespaces, mounts, chroot)")
-    path = slurm_rootfs()
+    path = slurm_rootfs(suite)
     if path is None:
-        pytest.skip("no root file system with Slurm (tests/rack/simrack rootfs --slurm, or the trial copy)")
+        pytest.skip("no root file system with Slurm (tests/rack/simrack rootfs --slurm%s)"
+                    % (" --suite %s" % suite if suite else ", or the trial copy"))
     return path
 
 
-@pytest.fixture
-def slurmctld(rootfs):
-    """slurmctld(nodes, topology, **options) -> a running Slurmctld, stopped after the test."""
+def _starter(rootfs):
+    """start(nodes, topology, **options) -> a running Slurmctld, and the daemons to stop afterwards."""
     started = []
 
     def start(nodes, topology, **options):
@@ -29,6 +28,34 @@ def slurmctld(rootfs):
         started.append(daemon)
         daemon.start()
         return daemon
+    return start, started
+
+
+@pytest.fixture(scope="session")
+def rootfs():
+    """Slurm 24.11 (Debian trixie), the release of the simulated rack's `up --slurm`."""
+    return _rootfs()
+
+
+@pytest.fixture(scope="session")
+def rootfs_yaml():
+    """Slurm 26.05 (Debian forky), which reads topology.yaml; built once, on the first test that needs it."""
+    return _rootfs(TOPOLOGY_YAML_SUITE)
+
+
+@pytest.fixture
+def slurmctld(rootfs):
+    """slurmctld(nodes, topology, **options) -> a running Slurmctld 24.11, stopped after the test."""
+    start, started = _starter(rootfs)
+    yield start
+    for daemon in started:
+        daemon.stop()
+
+
+@pytest.fixture
+def slurmctld_yaml(rootfs_yaml):
+    """slurmctld_yaml(nodes, topology, **options) -> a running Slurmctld 26.05, stopped after the test."""
+    start, started = _starter(rootfs_yaml)
     yield start
     for daemon in started:
         daemon.stop()

@@ -1,7 +1,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A real slurmctld for tests: chrooted into a Slurm root file system, in namespaces of its own.
 
-The root file system (Debian trixie with Slurm 24.11 and its plugins) is only read: an overlay
+The root file system (Debian trixie with Slurm 24.11 and its plugins, or Debian forky with Slurm
+26.05 for topology.yaml, which needs 25.05: ``slurm_rootfs(TOPOLOGY_YAML_SUITE)``) is only read: an overlay
 mount, private to the daemon's mount namespace, takes every write, and a temporary directory holds
 slurm.conf, the topology file, slurm.key, the state and the log. The daemon runs in a network
 namespace this harness creates (a unique name, one address of 198.18.0.0/15 on a veth link:
@@ -26,6 +27,8 @@ import tempfile
 import time
 
 TRIAL_ROOTFS = "/var/tmp/slurm-trial/rootfs"
+# The Debian suite of simrack's Slurm root file system whose Slurm (26.05) reads topology.yaml.
+TOPOLOGY_YAML_SUITE = "forky"
 SIMRACK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rack", "simrack")
 CONTROLLER_ADDRESS = "198.18.254.1"
 CONTROLLER_HOST = "slurmctl"
@@ -37,21 +40,22 @@ class SlurmctldError(RuntimeError):
     """The daemon did not start, or stopped; carries its log."""
 
 
-def slurm_rootfs():
-    """Path of a root file system with Slurm, or None: simrack's cached one when it can build it,
-    else the trial copy on this machine."""
+def slurm_rootfs(suite=None):
+    """Path of a root file system with Slurm, or None: simrack's cached one when it can build it
+    (``suite``: another Debian suite than simrack's default, built once on first use), else, for
+    the default suite, the trial copy on this machine."""
     try:
         with open(SIMRACK) as handle:
             builds = "def cmd_rootfs" in handle.read()
     except OSError:
         builds = False
     if builds:
-        found = subprocess.run([SIMRACK, "rootfs", "--slurm"], capture_output=True, text=True, timeout=3600,
-                               check=False)
+        found = subprocess.run([SIMRACK, "rootfs", "--slurm"] + (["--suite", suite] if suite else []),
+                               capture_output=True, text=True, timeout=3600, check=False)
         path = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
         if found.returncode == 0 and os.path.lexists(os.path.join(path, "usr", "sbin", "slurmctld")):
             return path
-    if os.path.lexists(os.path.join(TRIAL_ROOTFS, "usr", "sbin", "slurmctld")):
+    if suite is None and os.path.lexists(os.path.join(TRIAL_ROOTFS, "usr", "sbin", "slurmctld")):
         return TRIAL_ROOTFS
     return None
 
