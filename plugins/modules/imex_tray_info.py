@@ -98,6 +98,28 @@ options:
         RV(imex_version), to compare with RV(driver_version).
     type: bool
     default: false
+  daemon_release:
+    description:
+      - Also report which IMEX release the running daemon of O(daemon_service) runs, in
+        RV(daemon_release), to compare with RV(imex_version): a package upgraded under a running
+        daemon leaves it on the old release (its peers see C(!V!)) until it restarts.
+      - Read from the daemon process's own executable (C(/proc/<MainPID>/exe)): the installed file,
+        or a replaced C(nvidia-imex) binary asked C(--version); else from the daemon's start line in
+        the log file its O(daemon_config) names (C(IMEX version <release> is running), logged at
+        C(LOG_LEVEL) 4).
+    type: bool
+    default: false
+    version_added: 0.3.0
+  daemon_service:
+    description: The systemd unit of the IMEX daemon, for O(daemon_release).
+    type: str
+    default: nvidia-imex
+    version_added: 0.3.0
+  daemon_config:
+    description: The daemon's C(config.cfg), whose C(LOG_FILE_NAME) and C(LOG_LEVEL) O(daemon_release) reads.
+    type: path
+    default: /etc/nvidia-imex/config.cfg
+    version_added: 0.3.0
   slurm_state:
     description:
       - Also report this node's Slurm state (C(scontrol show node <slurm_node_name> --oneliner)) in
@@ -248,6 +270,30 @@ imex_version:
   returned: when O(imex_version) is true
   type: str
   sample: 580.95.09
+daemon_release:
+  description: Which IMEX release the running daemon runs, with O(daemon_release).
+  returned: when O(daemon_release) is true
+  type: dict
+  version_added: 0.3.0
+  sample: {running: 580.105.08, source: log, executable: /usr/bin/python3.11, replaced: false, unknown: null}
+  contains:
+    running:
+      description: The release the running daemon runs; V(null) when it does not run or this cannot be told.
+      type: str
+    source:
+      description: Where RV(daemon_release.running) was read, C(executable) or C(log); V(null) without it.
+      type: str
+    executable:
+      description: What C(/proc/<MainPID>/exe) of the daemon reads; V(null) when it could not be read.
+      type: str
+    replaced:
+      description:
+        - Whether the file the daemon runs was removed or replaced after it started (C(/proc/<MainPID>/exe)
+          ends in C( (deleted))); V(null) when that could not be read.
+      type: bool
+    unknown:
+      description: Why RV(daemon_release.running) is V(null) although the daemon runs; V(null) otherwise.
+      type: str
 compute_apps:
   description:
     - The GPU compute processes of the tray, with O(compute_apps); an empty list when none runs.
@@ -515,10 +561,11 @@ raw:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+import os
 import socket
 import time
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric, _slurm
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric, _running_release, _slurm
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     CHANNEL_COUNT_PATHS,
@@ -529,11 +576,14 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     imex_channel_major,
     predict_channels,
 )
+from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import LogRefused, log_file_of
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, describe_file, read_text, stat_file
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 
 _SMI_TIMEOUT_SECONDS = 120
 _SYSTEMCTL_TIMEOUT_SECONDS = 30
+# Where the kernel shows each process (its executable as /proc/<pid>/exe).
+_PROC = '/proc'
 # Characters that make scontrol read a node list or an option instead of one node name.
 _NOT_IN_NODE_NAME = frozenset(',[]')
 
@@ -612,13 +662,98 @@ def compute_apps(runner, smi):
         return None
 
 
+def installed_imex(module):
+    """The path of the installed nvidia-imex, or None."""
+    return module.get_bin_path('nvidia-imex', opt_dirs=['/usr/bin', '/usr/sbin'])
+
+
 def imex_version(module, runner):
     """The release of the installed nvidia-imex, or None when it cannot be read."""
-    imex = module.get_bin_path('nvidia-imex', opt_dirs=['/usr/bin', '/usr/sbin'])
+    imex = installed_imex(module)
     if not imex:
         return None
-    rc, out, _err, hung = runner.run([imex, '--version'], _SYSTEMCTL_TIMEOUT_SECONDS)
+    return _release_of(runner, imex)
+
+
+def _release_of(runner, binary):
+    rc, out, _err, hung = runner.run([binary, '--version'], _SYSTEMCTL_TIMEOUT_SECONDS)
     return None if hung or rc != 0 else _ctl.parse_imex_version(out)
+
+
+def _same_file(path, other):
+    try:
+        first, second = os.stat(path), os.stat(other)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def daemon_release(module, runner, systemctl, service, started, config_path, installed_release):
+    """{running, source, executable, replaced, unknown}: the IMEX release the running daemon runs.
+
+    ``started``: epoch seconds its main process started (None: not running); ``installed_release``:
+    what the installed nvidia-imex says of itself. Unknown is no answer: the caller takes no
+    decision on it.
+    """
+    found = dict(running=None, source=None, executable=None, replaced=None, unknown=None)
+    if started is None:
+        return found
+    show = {}
+    if systemctl:
+        args = [systemctl, 'show']
+        for prop in _running_release.SHOW_PROPERTIES:
+            args += ['-p', prop]
+        rc, out, _err, hung = runner.run(args + ['--', service], _SYSTEMCTL_TIMEOUT_SECONDS)
+        show = _running_release.parse_show(out) if rc == 0 and not hung else {}
+    pid = _running_release.main_pid(show)
+    installed = installed_imex(module)
+    if pid:
+        executable = '%s/%d/exe' % (_PROC, pid)
+        try:
+            link = os.readlink(executable)
+        except OSError:
+            link = None
+        if link is not None:
+            found.update(executable=link, replaced=_running_release.executable_replaced(link))
+            if installed and _same_file(executable, installed):
+                # The very file installed: its release is the installed one.
+                found.update(running=installed_release, source='executable')
+                return found
+            if _running_release.is_daemon_binary(link):
+                # The kernel keeps a replaced binary reachable through the link; ask it itself.
+                release = _release_of(runner, executable)
+                if release:
+                    found.update(running=release, source='executable')
+                    return found
+    found['unknown'] = _release_from_log(found, show, started, config_path)
+    return found
+
+
+def _release_from_log(found, show, started, config_path):
+    """Fill found[running] from the daemon's start line in its log file; returns why not, or None."""
+    since_usec = _activity.parse_monotonic_usec(show.get('InactiveExitTimestampMonotonic'))
+    if since_usec is None:
+        return 'systemd does not say when the unit began to start'
+    since = _activity.monotonic_to_epoch(since_usec, time.time() - time.monotonic())
+    try:
+        config = read_text(config_path)
+    except FileOpError as error:
+        return 'cannot read %s: %s' % (config_path, error)
+    level = _running_release.log_level(config)
+    path = log_file_of(config)
+    if level < 4:
+        return 'LOG_LEVEL=%d leaves out the daemon\'s start line, which names its release' % level
+    if not path:
+        return 'the daemon logs to stderr (LOG_FILE_NAME is empty), not to a file read here'
+    try:
+        lines = _running_release.last_start_lines(path)
+    except LogRefused as error:
+        return str(error)
+    release = _running_release.release_started_between(lines, since, started)
+    if release is None:
+        return '%s holds no start line of the running daemon' % path
+    found.update(running=release, source='log')
+    return None
 
 
 def slurm_node(module, runner, node):
@@ -712,6 +847,9 @@ def main():
             channel_count=dict(type='bool', default=False),
             channel_count_paths=dict(type='list', elements='path', default=list(CHANNEL_COUNT_PATHS)),
             imex_version=dict(type='bool', default=False),
+            daemon_release=dict(type='bool', default=False),
+            daemon_service=dict(type='str', default='nvidia-imex'),
+            daemon_config=dict(type='path', default='/etc/nvidia-imex/config.cfg'),
             channels=dict(type='list', elements='dict', default=[], options=dict(
                 channel=dict(type='int', required=True),
                 state=dict(type='str', choices=['present', 'absent'], default='present'),
@@ -755,8 +893,24 @@ def main():
         result['services_enabled'] = service_enablement(runner, systemctl, params['services'])
     if params['channel_device']:
         result['channel_major'] = channel_major()
+    installed_release = None
+    if params['imex_version'] or params['daemon_release']:
+        installed_release = imex_version(module, runner)
     if params['imex_version']:
-        result['imex_version'] = imex_version(module, runner)
+        result['imex_version'] = installed_release
+    if params['daemon_release']:
+        service = params['daemon_service']
+        if service in result['services_started']:
+            started = result['services_started'][service]
+        else:
+            systemctl = systemctl or module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin'])
+            started = services_started(runner, systemctl, service_states(runner, systemctl, [service]))[service]
+        release = daemon_release(module, runner, systemctl, service, started, params['daemon_config'],
+                                 installed_release)
+        if release['unknown']:
+            module.warn('cannot tell which IMEX release the running %s daemon runs (%s); a daemon left on another '
+                        'release than the installed one is not restarted for that' % (service, release['unknown']))
+        result['daemon_release'] = release
     if params['compute_apps']:
         result['compute_apps'] = compute_apps(runner, smi)
     if params['slurm_state']:

@@ -529,6 +529,22 @@ def pending_restart(read, service, paths, stat_paths=()):
     return "daemon started at %s, before %s" % (_utc(started), newer)
 
 
+def release_restart(tray, read, service):
+    """Why the tray's running daemon runs another IMEX release than the installed one, or None.
+
+    A package changed under a running daemon leaves it on the old release, whose peers see a version
+    mismatch, while every installed release agrees: only a restart puts the installed one in force.
+    A release the tray read could not tell (null) decides nothing.
+    """
+    if daemon_started(read, service) is None:
+        return None
+    installed = (read or {}).get("imex_version")
+    running = ((read or {}).get("daemon_release") or {}).get("running")
+    if not installed or not running or running == installed:
+        return None
+    return "the daemon on %s runs IMEX %s, but %s is installed" % (tray, running, installed)
+
+
 def _written_after(read, paths, since):
     """'<paths> was/were written at <time>' for those of ``paths`` the read shows changed after ``since``."""
     files = dict((read or {}).get("files") or {})
@@ -877,7 +893,7 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
             handover.extend("domain %s: trays %s share the Slurm node name %s; the per-job map needs one name per "
                             "tray (set imex_slurm_node_name)" % (name, ", ".join(trays), node)
                             for node, trays in sorted(shared.items()) if len(trays) > 1)
-        pending, pending_reloads = {}, {}
+        pending, pending_reloads, pending_releases = {}, {}, {}
         for tray in domain["trays_in_run"]:
             options = tray_options[tray]
             read = in_run[tray]
@@ -916,6 +932,10 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                                   [path for path in entry["read_stat_files"]
                                    if path not in tls_files and path != mark and path not in leftovers])
             tls_why = pending_reload(read, service, tls_files, mark)
+            release_why = release_restart(tray, read, service)
+            if release_why:
+                pending_releases[tray] = release_why
+            why = "; ".join(reason for reason in (why, release_why) if reason) or None
             # The running daemon runs the config on disk, TLS on with these files: new TLS files alone are
             # put in force by SIGUSR1, which reloads file-based TLS credentials without making the daemon
             # a new instance (its peers keep what it exports). Anything else in config.cfg takes a restart.
@@ -932,6 +952,8 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                     pending_reloads[tray] = tls_why
         domain["pending"] = pending
         domain["pending_reload"] = pending_reloads
+        # The trays of pending whose daemon runs another release (the verdicts name it so).
+        domain["pending_release"] = {tray: why for tray, why in pending_releases.items() if tray in pending}
         if domain["mode"] == "dra" and converge:
             running = [tray for tray in domain["trays_in_run"]
                        if (in_run[tray].get("services") or {}).get(service) == "active"]
@@ -1044,7 +1066,7 @@ def restart(plan, wave, writes, statuses):
                 held_back.append("Its new %s (on %s) was not written." % (
                     " and ".join(sorted({what for tray in changed for what in changes[tray]})), ", ".join(changed)))
             if stale:
-                held_back.append("Its daemons on %s run files older than those on disk (%s)."
+                held_back.append("Its daemons on %s do not run what is on disk (%s)."
                                  % (", ".join(stale), "; ".join(domain["pending"][tray] for tray in stale)))
             problems.append(
                 "domain %s is not restarted: work runs on it (%s). A restart makes every IMEX daemon of the domain a "
@@ -1055,6 +1077,7 @@ def restart(plan, wave, writes, statuses):
             domain["restart"] = True
             # The restart puts the files on disk in force: the proof judges the new daemons.
             domain["pending"] = {}
+            domain["pending_release"] = {}
         # A restart loads the new TLS files too; else the reload puts them in force.
         domain["reload"] = {} if domain["restart"] else reloads
         if domain["restart"] or reloads:
@@ -1141,8 +1164,10 @@ def verdicts(plan, model, domains, statuses, play_hosts, allowed_broken_pairs=0,
             report["message"] = "domain %s: %s, every tray in service READY and connected; out of service: %s" % (
                 name, (report.get("status") or {}).get("domain_state") or "UNKNOWN", ", ".join(away))
         restarts = (pending or {}).get(name) or {}
-        stale = {tray: "tray %s runs a config other than the one on disk (%s): a restart of the domain is pending; "
-                       "run site.yml to restart it" % (tray, why) for tray, why in restarts.items()}
+        releases = plan["domains"][name].get("pending_release") or {}
+        stale = {tray: "tray %s runs %s (%s): a restart of the domain is pending; run site.yml to restart it"
+                       % (tray, "another IMEX release than the one installed" if tray in releases
+                          else "a config other than the one on disk", why) for tray, why in restarts.items()}
         stale.update((tray, "tray %s runs TLS credentials older than its files on disk (%s): a reload is pending; run "
                             "site.yml to reload them (no restart)" % (tray, why))
                      for tray, why in (plan["domains"][name].get("pending_reload") or {}).items() if tray not in stale)

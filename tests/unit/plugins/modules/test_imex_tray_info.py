@@ -16,6 +16,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_log
 from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -533,3 +534,143 @@ def test_the_drivers_channel_count_comes_from_the_first_file_that_shows_it(run, 
                              bins={'timeout': TIMEOUT})
     assert ok and result['channel_count'] == {'value': None, 'source': None}
     assert 'slurm_config' not in result
+
+
+# --- which release the running daemon runs ---------------------------------------------------------
+
+IMEX = '/usr/bin/nvidia-imex'
+# The daemon's main process; its unit began to start 100 s after boot, its main process 101.5 s.
+DAEMON_PID = 2417
+ACTIVATION_USEC, MAIN_START_USEC = 100000000, 101500000
+
+
+def release_answer(installed='580.95.09', old='580.105.08'):
+    """run_command answers of a tray whose nvidia-imex unit runs: systemctl, both --version calls, nvidia-smi."""
+    def answer(cmd):
+        if 'is-active' in cmd:
+            return 0, 'active\n', ''
+        if 'show' in cmd and '--value' in cmd:
+            return 0, '%d\n' % MAIN_START_USEC, ''
+        if 'show' in cmd:
+            return 0, 'MainPID=%d\nInactiveExitTimestampMonotonic=%d\n' % (DAEMON_PID, ACTIVATION_USEC), ''
+        if cmd[-1] == '--version':
+            return 0, 'IMEX version is: %s\n' % (installed if cmd[-2] == IMEX else old), ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    return answer
+
+
+@pytest.fixture
+def run_release(run, monkeypatch, tmp_path):
+    """run_release(exe_target, config=None) -> (ok, result, calls): a read with daemon_release on a tray whose
+    daemon's /proc/<pid>/exe links to ``exe_target`` (a fake /proc under tmp_path)."""
+    def _run(exe_target, config=None, answer=None):
+        proc = tmp_path / 'proc' / str(DAEMON_PID)
+        proc.mkdir(parents=True)
+        os.symlink(exe_target, str(proc / 'exe'))
+        monkeypatch.setattr(imex_tray_info, '_PROC', str(tmp_path / 'proc'))
+        monkeypatch.setattr(imex_tray_info, 'time', Clocks())
+        args = {'services': ['nvidia-imex'], 'imex_version': True, 'daemon_release': True}
+        if config is not None:
+            args['daemon_config'] = config
+        return run(args, answer or release_answer(),
+                   bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL, 'nvidia-imex': IMEX})
+    return _run
+
+
+def test_a_daemon_that_runs_the_installed_file_runs_the_installed_release(run_release, monkeypatch):
+    monkeypatch.setattr(imex_tray_info, '_same_file', lambda path, other: other == IMEX)
+    ok, result, calls = run_release(IMEX)
+    assert ok and result['daemon_release'] == {'running': '580.95.09', 'source': 'executable', 'executable': IMEX,
+                                               'replaced': False, 'unknown': None}
+    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'MainPID', '-p', 'InactiveExitTimestampMonotonic',
+            '--', 'nvidia-imex'] in calls
+    # The installed binary is asked once, for both keys.
+    assert [cmd for cmd in calls if cmd[-1] == '--version'] == [[TIMEOUT, '-k', '5', '30', IMEX, '--version']]
+
+
+def test_a_binary_replaced_under_the_daemon_is_asked_its_own_release(run_release, tmp_path):
+    ok, result, calls = run_release(IMEX + ' (deleted)')
+    assert ok and result['imex_version'] == '580.95.09'
+    assert result['daemon_release'] == {'running': '580.105.08', 'source': 'executable',
+                                        'executable': IMEX + ' (deleted)', 'replaced': True, 'unknown': None}
+    assert [TIMEOUT, '-k', '5', '30', str(tmp_path / 'proc' / str(DAEMON_PID) / 'exe'), '--version'] in calls
+
+
+@pytest.fixture
+def root_log(tmp_path, monkeypatch):
+    """A config.cfg naming a log file under tmp_path, whose directories above are seen as root's."""
+    real_stat = os.stat
+    inside = str(tmp_path)
+
+    def stat_directory(path):
+        if path == inside or path.startswith(inside + os.sep):
+            return real_stat(path)
+        return os.stat_result((0o040755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
+    monkeypatch.setattr(_daemon_log, '_stat_directory', stat_directory)
+    log = tmp_path / 'nvidia-imex.log'
+    config = tmp_path / 'config.cfg'
+    config.write_text('LOG_LEVEL=4\nLOG_FILE_NAME=%s\nLOG_APPEND_TO_LOG=1\n' % log)
+    return config, log
+
+
+def vendor_line(epoch, message, level='INFO'):
+    moment = time.localtime(epoch)
+    return '[%s %d %d %s] [%s] [tid 77] %s\n' % (
+        ('Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec')[moment.tm_mon - 1],
+        moment.tm_mday, moment.tm_year, time.strftime('%H:%M:%S', moment), level, message)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the daemon's log must be root's to be read")
+def test_a_daemon_run_by_an_interpreter_is_told_by_its_start_line(run_release, root_log):
+    config, log = root_log
+    activation = Clocks.BOOT + ACTIVATION_USEC / 1e6
+    log.write_text(vendor_line(activation - 3600, 'IMEX version 580.95.09 is running with the following configuration '
+                                                  'options:')
+                   + vendor_line(activation + 0.5, 'IMEX version 580.105.08 is running with the following configuration '
+                                                   'options:')
+                   + vendor_line(activation + 9, 'Connection established to node 1 with address 198.18.2.12'))
+    ok, result, calls = run_release('/usr/bin/python3.11', config=str(config))
+    assert ok and result['daemon_release'] == {'running': '580.105.08', 'source': 'log',
+                                               'executable': '/usr/bin/python3.11', 'replaced': False,
+                                               'unknown': None}
+    # Only an nvidia-imex binary is ever run.
+    assert not [cmd for cmd in calls if 'exe' in cmd[-2]]
+    assert not result.get('_warnings')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the daemon's log must be root's to be read")
+def test_a_release_that_cannot_be_told_is_null_and_warned(run_release, root_log):
+    config, log = root_log
+    # Only an earlier daemon's start line: this one's was not logged.
+    log.write_text(vendor_line(Clocks.BOOT + 10, 'IMEX version 580.95.09 is running with the following configuration '
+                                                 'options:'))
+    ok, result, _calls = run_release('/usr/bin/python3.11', config=str(config))
+    assert ok and result['daemon_release']['running'] is None
+    assert result['daemon_release']['unknown'] == '%s holds no start line of the running daemon' % log
+    assert any('cannot tell which IMEX release the running nvidia-imex daemon runs' in warning
+               for warning in result['_warnings'])
+
+
+@pytest.mark.parametrize(('config', 'why'), [
+    ('LOG_LEVEL=3\n', "LOG_LEVEL=3 leaves out the daemon's start line, which names its release"),
+    ('LOG_FILE_NAME=\n', 'the daemon logs to stderr (LOG_FILE_NAME is empty), not to a file read here'),
+])
+def test_a_config_that_keeps_the_start_line_out_of_a_file_says_so(run_release, tmp_path, config, why):
+    path = tmp_path / 'config.cfg'
+    path.write_text(config)
+    ok, result, _calls = run_release('/usr/bin/python3.11', config=str(path))
+    assert ok and result['daemon_release']['running'] is None and result['daemon_release']['unknown'] == why
+
+
+def test_no_release_is_read_of_a_daemon_that_does_not_run(run):
+    def answer(cmd):
+        if 'is-active' in cmd:
+            return 3, 'failed\n', ''
+        if cmd[-1] == '--version':
+            return 0, 'IMEX version is: 580.95.09\n', ''
+        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    ok, result, calls = run({'services': ['nvidia-imex'], 'daemon_release': True}, answer,
+                            bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL, 'nvidia-imex': IMEX})
+    assert ok and result['daemon_release'] == {'running': None, 'source': None, 'executable': None, 'replaced': None,
+                                               'unknown': None}
+    assert not [cmd for cmd in calls if 'show' in cmd] and not result.get('_warnings')

@@ -1088,8 +1088,8 @@ def test_a_busy_domain_with_a_pending_restart_is_refused_naming_the_old_daemons(
     problems = refused(_plan.restart, plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
     assert problems == [
         "domain rackA is not restarted: work runs on it (a2: pid 7 a.out). A restart makes every IMEX daemon of the "
-        "domain a new instance and cuts the memory its jobs share. Its daemons on a1 run files older than those on "
-        "disk (%s). Drain the trays (for example scontrol update nodename=... state=drain, or kubectl cordon), wait "
+        "domain a new instance and cuts the memory its jobs share. Its daemons on a1 do not run what is on disk "
+        "(%s). Drain the trays (for example scontrol update nodename=... state=drain, or kubectl cordon), wait "
         "for the work to end and run again, or set imex_allow_busy_restart=true."
         % plan["domains"]["rackA"]["pending"]["a1"]]
 
