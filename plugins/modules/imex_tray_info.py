@@ -875,8 +875,10 @@ def main():
     if params['fabric'] or params['compute_apps']:
         smi = params['nvidia_smi'] or module.get_bin_path('nvidia-smi', opt_dirs=['/usr/bin'])
         if not smi:
+            # The roles have no option for this path: name what a role user can do first.
             module.fail_json(msg='nvidia-smi not found on PATH or in /usr/bin: install the NVIDIA driver '
-                                 'utilities or set nvidia_smi')
+                                 'utilities there (the rackscale.imex roles look nowhere else), or give '
+                                 'its path in the nvidia_smi option of rackscale.imex.imex_tray_info')
 
     runner = BoundedRunner(module)
     summary = read_fabric(module, runner, smi) if params['fabric'] else None

@@ -110,6 +110,9 @@ def test_no_timeout_binary_is_refused_before_any_call(run):
 def test_nvidia_smi_missing(run):
     ok, result, calls = run({}, (0, '', ''), bins={'timeout': TIMEOUT})
     assert not ok and result['msg'].startswith('nvidia-smi not found')
+    # A role user cannot pass the module's option: the message says so and names whose option it is.
+    assert 'the rackscale.imex roles look nowhere else' in result['msg']
+    assert 'nvidia_smi option of rackscale.imex.imex_tray_info' in result['msg']
     assert calls == []
 
 
