@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import json
 import os
 import random
 import socket
@@ -26,12 +27,12 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _arguments, _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _arguments, _plan, _run_record
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES
 
-STAGES = ("arguments", "preflight", "read", "restart", "guard", "verdicts", "discover", "channels")
+STAGES = ("arguments", "preflight", "read", "restart", "guard", "verdicts", "discover", "channels", "stopped")
 # What each tray registered, by the name the role's tasks give it.
 TRAY_OPTIONS = "__imex_tray_options"
 TRAY_READ = "__imex_tray_info"
@@ -48,6 +49,7 @@ SLURM_PROBES = "__imex_slurm_probe"
 REPORT_ONLY_TAG = "imex_report"
 ROLE_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "roles", "imex", "meta", "argument_specs.yml")
+ROLE_DEFAULTS = os.path.join(os.path.dirname(ROLE_SPECS), "..", "defaults", "main.yml")
 PHASE_TAGS = ("all", "imex_daemon", "imex_validate")
 
 
@@ -96,7 +98,10 @@ class ActionModule(ActionBase):
         try:
             plan = getattr(self, "_" + stage)(args, task_vars)
         except _plan.PlanError as error:
-            return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems)
+            # The refused stage registers over the plan: the run's id and the domains judged so far stay
+            # with the refusal, for the records of the stopped run.
+            return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems,
+                        **self._progress(task_vars))
         result.update(changed=False, plan=plan)
         if stage == "read" and plan.get("warnings"):
             # Shown once, as Ansible shows a module's warnings: what could not be checked.
@@ -130,6 +135,15 @@ class ActionModule(ActionBase):
         if problems:
             raise _plan.PlanError(problems)
         return options
+
+    def _progress(self, task_vars):
+        """{run_id, judged} of the plan registered before this stage (none before the preflight)."""
+        registered = task_vars.get("__imex_plan")
+        plan = registered.get("plan") if isinstance(registered, Mapping) else None
+        if not isinstance(plan, Mapping):
+            return {}
+        return {"run_id": plan.get("run_id"),
+                "judged": [report.get("domain") for report in plan.get("run_verdicts") or []]}
 
     # -- stages -------------------------------------------------------------------------------------
 
@@ -274,3 +288,116 @@ class ActionModule(ActionBase):
         observed = _plain(args.get("observed") or {})
         return {"entries": entries, "to_ensure": channels_to_ensure(entries, dict(observed)),
                 "owned": mode in OWN_CHANNEL_MODES}
+
+    def _stopped(self, args, task_vars):
+        """The rescue of a run that stopped (before its proof, or at it): what it leaves on record. The
+        stage, domains, trays and reasons, the reports of the domains it did not judge, the summary and
+        the job artifacts; decided by plugin_utils/_run_record.py from what the role registered."""
+        hostvars = task_vars.get("hostvars") or {}
+        groups = task_vars.get("groups") or {}
+        parent = str(args.get("group") or "imex_domains")
+        in_group = [str(tray) for tray in groups.get(parent) or []]
+        play = [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []]
+        trays = [tray for tray in play if tray in in_group] or in_group
+        registered = task_vars.get("__imex_plan") if isinstance(task_vars.get("__imex_plan"), Mapping) else {}
+        plan = _plain(dict(registered["plan"])) if isinstance(registered.get("plan"), Mapping) else None
+        report_dir = os.path.abspath(self._run_wide(args.get("report_dir"), hostvars, trays, "imex_report_dir"))
+        textfile_dir = self._run_wide(args.get("textfile_dir"), hostvars, trays, "imex_textfile_dir")
+        if plan:
+            judged_reports = list(plan.get("run_verdicts") or [])
+            judged = [report["domain"] for report in judged_reports]
+        else:
+            judged = [str(name) for name in registered.get("judged") or []]
+            judged_reports = _earlier_reports(report_dir, judged, registered.get("run_id"))
+        the_run_id = (plan or {}).get("run_id") or registered.get("run_id") or run_id(task_vars.get("awx_job_id"))
+        failures, registers = [], {name: {} for name in _run_record.REGISTER_STAGES}
+        for host in play:
+            found = self._lenient(hostvars, host, ("ansible_failed_task", "ansible_failed_result")
+                                  + tuple(_run_record.REGISTER_STAGES))
+            if found.get("ansible_failed_task") or found.get("ansible_failed_result"):
+                failures.append((host, found.get("ansible_failed_task") or {}, found.get("ansible_failed_result") or {}))
+            for name in _run_record.REGISTER_STAGES:
+                if isinstance(found.get(name), Mapping):
+                    registers[name][host] = found[name]
+        record = _run_record.stopped_record(
+            failures, registers, self._run_domains(plan, task_vars, trays, parent),
+            judged=judged, check_mode=bool(task_vars.get("ansible_check_mode")))
+        record.update(run_id=the_run_id, report_dir=report_dir, textfile_dir=textfile_dir,
+                      summary=judged_reports + record["reports"],
+                      artifacts=_run_record.artifacts(record, the_run_id, report_dir, judged_reports))
+        return record
+
+    def _lenient(self, hostvars, host, names):
+        """{name: value} of the variables of ``host`` that can be read: a rescue records what it can."""
+        found = {}
+        try:
+            variables = hostvars[host]
+        except (KeyError, AnsibleError):
+            return found
+        for name in names:
+            try:
+                value = variables.get(name)
+            except AnsibleError:
+                continue
+            if value is not None:
+                found[name] = _plain(value)
+        return found
+
+    def _run_wide(self, given, hostvars, trays, option):
+        """A run-wide option: the trays' value when they agree (a play on the controller before the role
+        sees their inventory values, not the role's defaults), else as the task gives it, else the role's
+        default."""
+        values = {str(self._lenient(hostvars, tray, (option,)).get(option, "")) for tray in trays}
+        if len(values) == 1 and option in self._lenient(hostvars, trays[0], (option,)):
+            return values.pop()
+        if given is not None:
+            return str(given)
+        return str(_role_defaults().get(option) or "")
+
+    def _run_domains(self, plan, task_vars, trays, parent):
+        """{domain: {trays, addresses}} of the run: the plan's, else the inventory's model, else the trays'
+        imex_domain (a run refused before its plan may have an inventory the model refuses)."""
+        if plan:
+            return {name: {"trays": list(domain["trays"]), "addresses": list(domain["addresses"])}
+                    for name, domain in plan["domains"].items()}
+        hostvars = task_vars.get("hostvars") or {}
+        options = self._lenient(hostvars, trays[0], (TRAY_OPTIONS,)).get(TRAY_OPTIONS) if trays else None
+        converted = _plan.convert_options(dict(options))[0] if isinstance(options, Mapping) else {}
+        # As permissive as the model allows: only the domains and their trays are wanted here.
+        built = model_or_problems(task_vars.get("groups") or {}, hostvars, trays,
+                                  parent=converted.get("imex_domains_group") or parent, max_nodes=10 ** 6,
+                                  allow_mixed_families=True, driver_version=None, require_declared_size=False)
+        if built["model"]:
+            model = built["model"]
+            names = sorted({model["host_domain"][tray] for tray in trays if tray in model["host_domain"]})
+            return {name: {"trays": [node["host"] for node in model["domains"][name]["nodes"]],
+                           "addresses": list(model["domains"][name]["addresses"])} for name in names}
+        domains = {}
+        for tray in trays:
+            name = self._lenient(hostvars, tray, ("imex_domain",)).get("imex_domain")
+            if isinstance(name, str) and name:
+                domains.setdefault(name, {"trays": [], "addresses": []})["trays"].append(tray)
+        return dict(sorted(domains.items()))
+
+
+def _role_defaults():
+    try:
+        with open(ROLE_DEFAULTS, encoding="utf-8") as handle:
+            return yaml.safe_load(handle) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+
+
+def _earlier_reports(report_dir, names, the_run_id):
+    """The reports this run wrote before it stopped (a refused stage registers no plan to hold them)."""
+    found = []
+    for name in names:
+        try:
+            with open(os.path.join(report_dir, "%s.json" % name), encoding="utf-8") as handle:
+                report = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and report.get("run_id") == the_run_id and report.get("domain") == name:
+            found.append({key: value for key, value in report.items()
+                          if key not in ("run_id", "generated_at", "collection_version")})
+    return found

@@ -23,6 +23,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import
     SUMMARY_NAME,
     TEXTFILE_PREFIX,
     collection_version,
+    last_proven_at,
     render_summary,
     render_textfile,
     stamped,
@@ -32,6 +33,7 @@ ARGUMENT_SPEC = {
     "dir": {"type": "path", "required": True},
     "reports": {"type": "list", "elements": "dict", "required": True},
     "run_id": {"type": "str", "default": ""},
+    "stopped": {"type": "dict"},
     "summary": {"type": "list", "elements": "dict"},
     "textfile_dir": {"type": "path"},
 }
@@ -80,6 +82,16 @@ def reports_problems(reports, option="reports"):
         else:
             seen.add(report["domain"])
     return problems
+
+
+def _previous_report(directory, domain):
+    """The domain's report as the previous run left it ({} when there is none or it cannot be read)."""
+    try:
+        with open(os.path.join(directory, domain + ".json"), encoding="utf-8") as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def write_reports(directory, reports, paths):
@@ -155,16 +167,18 @@ class ActionModule(ActionBase):
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
         generated_at = now.isoformat().replace("+00:00", "Z")
         version = collection_version(COLLECTION_ROOT)
-        reports = [stamped(report, args["run_id"], generated_at, version) for report in args["reports"]]
+        # Since when each domain is proven, or not: carried from its previous report while it is not.
+        reports = [dict(stamped(report, args["run_id"], generated_at, version),
+                        last_proven_at=last_proven_at(report, generated_at, _previous_report(directory, report["domain"])))
+                   for report in args["reports"]]
         try:
             write_reports(directory, reports, result["paths"])
             if args["summary"] is not None:
                 result["summary"] = os.path.join(directory, SUMMARY_NAME)
-                replace_local(result["summary"], render_summary(args["summary"], args["run_id"], generated_at, version),
-                              FILE_MODE)
+                replace_local(result["summary"], render_summary(args["summary"], args["run_id"], generated_at, version,
+                                                                args["stopped"]), FILE_MODE)
             if args["textfile_dir"]:
-                write_textfiles(os.path.abspath(args["textfile_dir"]), args["reports"], now.timestamp(),
-                                result["textfiles"])
+                write_textfiles(os.path.abspath(args["textfile_dir"]), reports, now.timestamp(), result["textfiles"])
         except FileOpError as exc:
             result.update(failed=True, msg=str(exc))
         return result

@@ -21,6 +21,11 @@ description:
     model and the waves; after the read of each tray, the NVLink fabric and version gate, what to
     write where and which daemons run files older than those on disk; for each wave, which domains
     restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts."
+  - "O(stage=stopped) runs in the rescue of a run that stopped: from the failed task, the registered
+    results of the reads and locks (which alone show a tray ssh did not reach) and the plan so far, it
+    decides the stage the run stopped at, the domains and trays concerned, why (never a private key),
+    a report (verdict V(not_proven)) of every domain of the run it did not judge, the summary and the
+    job artifacts."
   - Each problem is one sentence naming the tray, group, key or value at fault; a stage with
     problems fails and nothing after it runs.
   - Runs entirely in the controller process as an action plugin; no module is executed and no tray
@@ -30,7 +35,7 @@ options:
     description: The stage of the plan to make.
     type: str
     required: true
-    choices: [arguments, preflight, read, restart, guard, verdicts, discover, channels]
+    choices: [arguments, preflight, read, restart, guard, verdicts, discover, channels, stopped]
   entry_point:
     description:
       - For O(stage=arguments), the entry point of the rackscale.imex.imex role's argument spec to check the
@@ -40,7 +45,10 @@ options:
     type: str
     default: main
   group:
-    description: For O(stage=arguments), the parent group of the IMEX domains whose trays are checked.
+    description:
+      - For O(stage=arguments), the parent group of the IMEX domains whose trays are checked.
+      - For O(stage=stopped), the parent group whose trays the record is about when the play is not on
+        the trays (the playbooks' first play, on C(localhost)).
     type: str
     default: imex_domains
   wave:
@@ -77,6 +85,14 @@ options:
   observed:
     description: For O(stage=channels), the C(channels) result of M(rackscale.imex.imex_tray_info) for these channels.
     type: dict
+  report_dir:
+    description:
+      - For O(stage=stopped), the run's C(imex_report_dir), where the trays do not give it (their
+        inventory value wins, since a play before the role sees no role default).
+    type: str
+  textfile_dir:
+    description: For O(stage=stopped), the run's C(imex_textfile_dir), as O(report_dir).
+    type: str
   max_nodes:
     description: For O(stage=discover), the largest NVLink partition a domain may be.
     type: int
@@ -137,6 +153,15 @@ plan:
 problems:
   description: Every problem that stopped the stage, one sentence each.
   returned: failure
+  type: list
+  elements: str
+run_id:
+  description: The run's id, from the plan before the stage that failed (for the records of the stopped run).
+  returned: failure after the preflight
+  type: str
+judged:
+  description: The domains the run judged before the stage that failed; their reports stand.
+  returned: failure after the preflight
   type: list
   elements: str
 """

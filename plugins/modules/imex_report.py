@@ -15,7 +15,9 @@ description:
   - Writes each report of O(reports) as C(<dir>/<domain>.json) on the controller, formatted as the
     P(ansible.builtin.to_nice_json#filter) filter prints it (indent 4, sorted keys) plus a final
     newline. Each report is stamped with C(run_id), C(generated_at) (UTC) and
-    C(collection_version).
+    C(collection_version), and gets C(last_proven_at), when the domain was last found healthy or
+    tolerated (C(generated_at) when the report is ok, else carried from the domain's previous report;
+    V(null) when none was).
   - With O(summary), also writes C(<dir>/summary.md), a Markdown table of those domains and the
     problems of each one not healthy.
   - With O(textfile_dir), also writes C(<textfile_dir>/rackscale_imex_<domain>.prom) per report,
@@ -57,6 +59,13 @@ options:
     description: Identifier of the run, written into each report and the summary.
     type: str
     default: ""
+  stopped:
+    description:
+      - Where a run that stopped stopped, written into the summary - C(stage), C(domains), C(trays),
+        C(not_reached), C(task) and C(reasons) (the record the rackscale.imex.imex role's plan makes).
+      - A report of a domain such a run did not judge carries C(stopped_at) (verdict V(not_proven)); its
+        textfile then holds only what the run knows (see O(textfile_dir)).
+    type: dict
   summary:
     description:
       - Every report of the run so far (for example the domains of earlier waves and of this one),
@@ -72,9 +81,13 @@ options:
         C(rackscale_imex_domain_ok), C(rackscale_imex_domain_up), C(rackscale_imex_domain_nodes),
         C(rackscale_imex_domain_nodes_ready), C(rackscale_imex_domain_broken_pairs),
         C(rackscale_imex_domain_version_skew), C(rackscale_imex_domain_last_run_timestamp_seconds),
-        C(rackscale_imex_domain_last_success_timestamp_seconds) (carried over from the previous file
-        while the domain is not healthy), and C(rackscale_imex_node_ready) per node (labels C(node),
-        C(address)).
+        C(rackscale_imex_domain_last_success_timestamp_seconds) (carried over from the previous file, or
+        from C(last_proven_at), while the domain is not healthy), and C(rackscale_imex_node_ready) per
+        node (labels C(node), C(address)).
+      - For a report with C(stopped_at) (a run that stopped before it judged the domain), only
+        C(rackscale_imex_domain_ok) (V(0)), C(rackscale_imex_domain_nodes), the last run and last success
+        times, and C(rackscale_imex_domain_run_stopped_timestamp_seconds) (label C(stage)), so no state or
+        READY node of an earlier run is left standing.
       - Omitted or empty, no textfile is written.
     type: path
 extends_documentation_fragment:

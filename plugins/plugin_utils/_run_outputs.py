@@ -8,6 +8,7 @@ Pure functions of the reports (see _report.domain_report); the imex_report actio
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -29,6 +30,13 @@ _DOMAIN_GAUGES = (
     ("rackscale_imex_domain_last_run_timestamp_seconds", "Time of the last run that judged the IMEX domain."),
     (_LAST_SUCCESS, "Time of the last run that found the IMEX domain healthy or tolerated; 0 if none did."),
 )
+# A run that stopped before it judged the domain: when, and at which stage (label). Only in the file a
+# stopped run writes; the next run that judges the domain writes a file without it.
+_RUN_STOPPED = ("rackscale_imex_domain_run_stopped_timestamp_seconds",
+                "Time of the last run that stopped before it proved the IMEX domain (label stage: where it stopped).")
+# Gauges a stopped run knows: the others (state, nodes READY, pairs, versions) were not read.
+_STOPPED_GAUGES = ("rackscale_imex_domain_ok", "rackscale_imex_domain_nodes",
+                   "rackscale_imex_domain_last_run_timestamp_seconds", _LAST_SUCCESS)
 _NODE_READY = ("rackscale_imex_node_ready", "1 when the node's IMEX daemon was READY at the last run.")
 _TLS_EXPIRY = ("rackscale_imex_tls_certificate_expiry_timestamp_seconds",
                "Time at which the tray's IMEX TLS certificate expires, as checked on the controller at the last run.")
@@ -54,6 +62,24 @@ def stamped(report, run_id, generated_at, version):
     return dict(report, run_id=run_id, generated_at=generated_at, collection_version=version)
 
 
+def last_proven_at(report, generated_at, previous):
+    """When the domain was last proven (healthy or tolerated), ISO UTC: now when ``report`` is ok, else
+    as the domain's previous report (``previous``, its file's content) says; None when none did."""
+    if report.get("ok"):
+        return generated_at
+    previous = previous if isinstance(previous, dict) else {}
+    if previous.get("last_proven_at"):
+        return previous["last_proven_at"]
+    return previous.get("generated_at") if previous.get("ok") else None
+
+
+def _epoch(iso_time):
+    try:
+        return datetime.datetime.fromisoformat(str(iso_time).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
 def _status(report):
     return report.get("status") or {}
 
@@ -70,14 +96,20 @@ def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_summary(reports, run_id, generated_at, version):
-    """Markdown: one table row per domain of the run, then the problems of each domain not healthy."""
+def render_summary(reports, run_id, generated_at, version, stopped=None):
+    """Markdown: one table row per domain of the run, where a stopped run stopped (``stopped``: the
+    imex_plan record), then the problems of each domain not healthy."""
     lines = ["# IMEX domains", "",
              "Run `%s` at %s, rackscale.imex %s." % (run_id, generated_at, version), "",
              "| domain | verdict | domain state | nodes READY | broken pairs | versions | report |",
              "|---|---|---|---|---|---|---|"]
     for report in reports:
         expected, ready, broken, versions = _counts(report)
+        if report.get("stopped_at"):
+            # Nothing was read: no state, nodes or pairs to show.
+            lines.append("| %s | %s | - | -/%d | - | - | %s.json |" % (
+                _cell(report["domain"]), report["verdict"], expected, _cell(report["domain"])))
+            continue
         lines.append("| %s | %s | %s | %d/%d | %d | %s | %s.json |" % (
             _cell(report["domain"]), report["verdict"], _status(report).get("domain_state") or "-",
             ready, expected, broken, _cell(", ".join(sorted(versions)) or "-"), _cell(report["domain"])))
@@ -85,6 +117,14 @@ def render_summary(reports, run_id, generated_at, version):
         if report.get("tls_reloaded"):
             lines += ["", "%s: TLS credentials reloaded without a restart (SIGUSR1) on %s."
                       % (_cell(report["domain"]), _cell(", ".join(report["tls_reloaded"])))]
+    if stopped:
+        lines += ["", "## The run stopped at its %s stage" % stopped.get("stage"), ""]
+        for label, key in (("domains", "domains"), ("trays", "trays"), ("not reached", "not_reached")):
+            if stopped.get(key):
+                lines.append("%s: %s" % (label.capitalize(), _cell(", ".join(stopped[key]))))
+        if stopped.get("task"):
+            lines.append("Task: %s" % _cell(stopped["task"]))
+        lines += [""] + ["- %s" % _cell(reason) for reason in stopped.get("reasons") or []]
     for report in reports:
         if report["verdict"] == "healthy":
             continue
@@ -104,10 +144,15 @@ def previous_last_success(previous_text):
 
 
 def render_textfile(report, now_epoch, previous_text=""):
-    """node_exporter textfile gauges of one domain; the last success is carried from previous_text."""
+    """node_exporter textfile gauges of one domain; the last success is carried from previous_text, or
+    from the report's last_proven_at (the previous report's) when that is later.
+
+    A report of a run that stopped before it judged the domain (``stopped_at``) says only what that
+    run knows: not ok, since when, and where it stopped; never an older run's state or READY nodes."""
     domain = _label(report["domain"])
     expected, ready, broken, versions = _counts(report)
-    last_success = now_epoch if report.get("ok") else previous_last_success(previous_text)
+    last_success = now_epoch if report.get("ok") else max(previous_last_success(previous_text),
+                                                          _epoch(report.get("last_proven_at") or ""))
     values = {
         "rackscale_imex_domain_ok": 1 if report.get("ok") else 0,
         "rackscale_imex_domain_up": 1 if _status(report).get("domain_state") == "UP" else 0,
@@ -119,9 +164,17 @@ def render_textfile(report, now_epoch, previous_text=""):
         _LAST_SUCCESS: last_success,
     }
     lines = []
+    stopped = report.get("stopped_at")
     for name, help_text in _DOMAIN_GAUGES:
+        if stopped and name not in _STOPPED_GAUGES:
+            continue
         lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name,
                   "%s{domain=%s} %s" % (name, domain, _number(values[name]))]
+    if stopped:
+        name, help_text = _RUN_STOPPED
+        lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name,
+                  "%s{domain=%s,stage=%s} %s" % (name, domain, _label(stopped), _number(now_epoch))]
+        return "\n".join(lines) + "\n"
     name, help_text = _NODE_READY
     lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name]
     for node in _status(report).get("nodes") or []:

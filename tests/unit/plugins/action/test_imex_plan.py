@@ -188,7 +188,7 @@ def test_the_documentation_parses_and_names_every_argument_the_stages_read():
         read = set(re.findall(r"args\.get\(\"(\w+)\"", handle.read()))
     assert set(doc["options"]) == read | {"stage"}
     assert yaml.safe_load(documented.EXAMPLES)[0]["rackscale.imex.imex_plan"]["stage"] == "preflight"
-    assert set(yaml.safe_load(documented.RETURN)) == {"plan", "problems"}
+    assert set(yaml.safe_load(documented.RETURN)) == {"plan", "problems", "run_id", "judged"}
 
 
 # --- preflight -----------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def test_a_stage_before_the_preflight_is_refused():
 def test_an_unknown_stage_is_refused():
     result = run({"stage": "restrat"}, play())
     assert result["failed"] is True and "problems" not in result
-    assert result["msg"] == "stage must be one of arguments, preflight, read, restart, guard, verdicts, discover, channels, got 'restrat'"
+    assert result["msg"] == "stage must be one of arguments, preflight, read, restart, guard, verdicts, discover, channels, stopped, got 'restrat'"
     assert run({}, play())["msg"].endswith("got None")
 
 
@@ -696,3 +696,52 @@ def test_the_arguments_stage_checks_the_trays_values_before_the_role_starts():
         "be converted to an int (tray %s)" % second]
     unknown = run({"stage": "arguments", "entry_point": "nope"}, clean)
     assert unknown["failed"] is True and "no argument spec entry point 'nope'" in unknown["msg"], unknown
+
+
+# --- stopped -------------------------------------------------------------------------------------------
+
+READ_TASK = {"action": "rackscale.imex.imex_plan", "args": {"stage": "read", "converge": True}, "run_once": True,
+             "name": "Plan the writes from the reads"}
+
+
+def test_stopped_records_a_gate_refusal_with_the_run_id_the_refusal_kept(tmp_path):
+    task_vars = play()
+    first = planned("preflight", task_vars)
+    reads = {tray: {"__imex_tray_info": tray_info(first["plan"], tray)} for tray in ("a1", "a2", "b1")}
+    refused = run({"stage": "read"}, with_plan(task_vars, first, **reads))
+    # The refusal registers over the plan: it keeps the run's id and the domains judged so far.
+    assert refused["failed"] and refused["run_id"] == first["plan"]["run_id"] and refused["judged"] == []
+    failed = {"ansible_failed_task": READ_TASK, "ansible_failed_result": refused}
+    stopped = planned("stopped", with_plan(task_vars, refused, a1=failed), report_dir=str(tmp_path / "reports"),
+                      textfile_dir="")["plan"]
+    assert (stopped["stage"], stopped["domains"], stopped["trays"]) == ("gate", ["rackB"], ["b2"])
+    assert stopped["run_id"] == first["plan"]["run_id"] and stopped["report_dir"] == str(tmp_path / "reports")
+    assert [(report["domain"], report["verdict"]) for report in stopped["reports"]] == [
+        ("rackA", "not_proven"), ("rackB", "not_proven")]
+    assert stopped["reports"][1]["expected_nodes"] == [ADDRESSES["b1"], ADDRESSES["b2"]]
+    assert stopped["artifacts"]["imex_run"]["stopped"]["stage"] == "gate"
+    assert stopped["summary"] == stopped["reports"]
+
+
+def test_stopped_before_any_plan_builds_the_domains_from_the_inventory_and_the_trays_report_dir():
+    hostvars = hostvars_of({tray: {"imex_report_dir": "/srv/imex/reports"} for tray in TRAYS})
+    task_vars = play(hostvars)
+    refused = run({"stage": "preflight"}, play(hostvars_of({"a1": {"options": {"imex_max_nodes": "1"}}})))
+    assert refused["failed"] and "run_id" not in refused
+    task_vars["hostvars"]["a1"].update(ansible_failed_task=dict(READ_TASK, args={"stage": "preflight"}),
+                                       ansible_failed_result=refused)
+    stopped = planned("stopped", with_plan(task_vars, refused), report_dir="imex-reports")["plan"]
+    assert stopped["stage"] == "preflight" and stopped["domains"] == ["rackA", "rackB"]
+    assert stopped["report_dir"] == "/srv/imex/reports" and stopped["run_id"].startswith("run-")
+    assert [report["trays"] for report in stopped["reports"]] == [DOMAINS["rackA"], DOMAINS["rackB"]]
+
+
+def test_stopped_names_a_tray_ssh_did_not_reach_from_its_registered_read(tmp_path):
+    task_vars = play()
+    first = planned("preflight", task_vars)
+    unreachable = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: timed out"}
+    stopped = planned("stopped", with_plan(task_vars, first, a2={"__imex_tray_info": unreachable}),
+                      report_dir=str(tmp_path))["plan"]
+    assert (stopped["stage"], stopped["domains"], stopped["trays"]) == ("read", ["rackA"], ["a2"])
+    assert stopped["reasons"] == ["a2: Failed to connect to the host via ssh: timed out"]
+    assert stopped["not_reached"] == ["rackB"]

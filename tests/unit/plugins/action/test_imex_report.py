@@ -37,7 +37,8 @@ REPORT = {
 }
 
 
-STAMP_KEYS = ("run_id", "generated_at", "collection_version")
+# The stamp, and since when the domain is proven (the stamp's time for an ok report).
+STAMP_KEYS = ("run_id", "generated_at", "collection_version", "last_proven_at")
 GENERATED_AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 
@@ -54,6 +55,8 @@ def read_report(path, run_id=""):
     assert written["run_id"] == run_id and GENERATED_AT.match(written["generated_at"]), written
     # Whatever this copy of the collection says (test_run_outputs.py checks how it is found).
     assert written["collection_version"] == collection_version(collection.__path__[0])
+    if written.get("ok"):
+        assert written["last_proven_at"] == written["generated_at"]
     return {key: value for key, value in written.items() if key not in STAMP_KEYS}
 
 
@@ -289,3 +292,30 @@ def test_playbook_in_check_mode_writes_on_the_controller_without_contacting_the_
     assert "changed=0" in run.stdout and "unreachable=0" in run.stdout, run.stdout
     for item in reports:
         assert read_report(tmp_path / "out" / (item["domain"] + ".json")) == item
+
+
+def test_a_stopped_run_replaces_a_proven_report_and_gauges_keeping_since_when_the_domain_was_proven(tmp_path):
+    """A run that stopped before its proof: the domain's report and gauges say not proven (by this run),
+    where it stopped, and since when it has not been proven (the last proof, from the previous files)."""
+    reports, textfiles = tmp_path / "reports", tmp_path / "textfiles"
+    run_action({"dir": str(reports), "reports": [report("rack1")], "run_id": "run-1", "textfile_dir": str(textfiles)})
+    proven = json.loads((reports / "rack1.json").read_text())
+    stopped = {"stage": "read", "domains": ["rack1"], "trays": ["rack1-tray02"], "not_reached": [],
+               "task": "Read each tray once", "reasons": ["rack1-tray02: Failed to connect to the host via ssh"]}
+    record = {"domain": "rack1", "verdict": "not_proven", "ok": False, "stopped_at": "read",
+              "failed_trays": ["rack1-tray02"], "problems": stopped["reasons"],
+              "expected_nodes": REPORT["expected_nodes"], "status": {"domain_state": None}}
+    result = run_action({"dir": str(reports), "reports": [record], "summary": [record], "stopped": stopped,
+                         "run_id": "run-2", "textfile_dir": str(textfiles)}, check_mode=True)
+    assert not result.get("failed") and result["changed"] is False, result
+    written = json.loads((reports / "rack1.json").read_text())
+    assert written["verdict"] == "not_proven" and written["stopped_at"] == "read" and written["run_id"] == "run-2"
+    assert written["last_proven_at"] == proven["generated_at"]
+    assert "The run stopped at its read stage" in (reports / "summary.md").read_text()
+    gauges = (textfiles / "rackscale_imex_rack1.prom").read_text()
+    assert 'rackscale_imex_domain_ok{domain="rack1"} 0\n' in gauges
+    assert 'rackscale_imex_domain_run_stopped_timestamp_seconds{domain="rack1",stage="read"} ' in gauges
+    assert "rackscale_imex_node_ready{" not in gauges
+    # Still not proven by the next stopped run: the time of the last proof stays.
+    run_action({"dir": str(reports), "reports": [record], "run_id": "run-3"})
+    assert json.loads((reports / "rack1.json").read_text())["last_proven_at"] == proven["generated_at"]

@@ -6,6 +6,7 @@ import json
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import (
     collection_version,
+    last_proven_at,
     render_summary,
     render_textfile,
     stamped,
@@ -86,3 +87,52 @@ def test_the_collection_version_comes_from_the_manifest_then_galaxy_yml(tmp_path
     assert collection_version(str(tmp_path)) == "0.2.0"
     (tmp_path / "MANIFEST.json").write_text(json.dumps({"collection_info": {"version": "0.2.1"}}))
     assert collection_version(str(tmp_path)) == "0.2.1"
+
+
+# A domain a stopped run did not judge (plugin_utils/_run_record.py's not_proven_report).
+NOT_PROVEN = {"domain": "rack1", "verdict": "not_proven", "ok": False, "stopped_at": "gate",
+              "failed_trays": ["rack1-tray02"], "problems": ["domain rack1: tray rack1-tray02 is on another partition"],
+              "expected_nodes": ["198.18.1.11", "198.18.1.12", "198.18.1.13"], "status": {"domain_state": None}}
+STOPPED = {"stage": "gate", "domains": ["rack1"], "trays": ["rack1-tray02"], "not_reached": ["rack2"],
+           "task": "Plan the writes", "reasons": ["domain rack1: tray rack1-tray02 is on another partition"]}
+
+
+def test_a_stopped_run_leaves_no_proven_gauge_and_says_since_when_and_where():
+    proven = render_textfile(HEALTHY, 1764000000.0)
+    text = render_textfile(NOT_PROVEN, 1764000600.0, proven)
+    expected = {"ok": 0, "nodes": 3, "last_run_timestamp_seconds": 1764000600,
+                "last_success_timestamp_seconds": 1764000000}
+    assert domain_gauges(text, "rack1", *expected) == expected
+    assert gauge(text, "rackscale_imex_domain_run_stopped_timestamp_seconds", domain="rack1", stage="gate") == 1764000600
+    # Nothing this run did not read: no state, no READY node, no pairs of an older run.
+    for name in ("rackscale_imex_domain_up", "rackscale_imex_domain_nodes_ready", "rackscale_imex_node_ready",
+                 "rackscale_imex_domain_broken_pairs", "rackscale_imex_domain_version_skew"):
+        assert name + "{" not in text, name
+    # The next run that judges the domain drops the stop.
+    assert "run_stopped" not in render_textfile(HEALTHY, 1764001200.0, text)
+
+
+def test_without_earlier_gauges_the_last_success_comes_from_the_report():
+    text = render_textfile(dict(NOT_PROVEN, last_proven_at="2025-11-24T16:00:00Z"), 1764000600.0, "")
+    assert gauge(text, "rackscale_imex_domain_last_success_timestamp_seconds", domain="rack1") == 1764000000
+    assert gauge(render_textfile(NOT_PROVEN, 1.0, ""), "rackscale_imex_domain_last_success_timestamp_seconds",
+                 domain="rack1") == 0
+
+
+def test_since_when_a_domain_is_proven_is_carried_from_its_previous_report():
+    now = "2026-11-24T10:00:00Z"
+    assert last_proven_at(HEALTHY, now, {}) == now
+    assert last_proven_at(NOT_PROVEN, now, {"ok": True, "generated_at": "2026-11-23T10:00:00Z"}) == "2026-11-23T10:00:00Z"
+    assert last_proven_at(NOT_PROVEN, now, {"ok": False, "generated_at": "2026-11-23T10:00:00Z",
+                                            "last_proven_at": "2026-11-20T10:00:00Z"}) == "2026-11-20T10:00:00Z"
+    assert last_proven_at(NOT_PROVEN, now, {"ok": False, "generated_at": "2026-11-23T10:00:00Z"}) is None
+    assert last_proven_at(NOT_PROVEN, now, None) is None
+
+
+def test_the_summary_of_a_stopped_run_says_where_it_stopped_and_why():
+    text = render_summary([HEALTHY, NOT_PROVEN], "run-1", "2026-11-24T10:00:00Z", "0.2.0", STOPPED)
+    assert "| rack1 | not_proven | - | -/3 | - | - | rack1.json |" in text
+    assert ("## The run stopped at its gate stage\n\nDomains: rack1\nTrays: rack1-tray02\nNot reached: rack2\n"
+            "Task: Plan the writes\n\n- domain rack1: tray rack1-tray02 is on another partition\n") in text
+    assert "## rack1: not_proven\n" in text
+    assert "stopped" not in render_summary([HEALTHY], "run-1", "2026-11-24T10:00:00Z", "0.2.0")

@@ -1,0 +1,251 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""What a run that stopped before its proof leaves on record: the stage it stopped at, the domains and
+trays concerned, why, and a report for every domain of the run that it did not judge.
+
+Pure functions of what the role's tasks registered (the failed task and its result, the registered
+results of the reads and locks, the plan); the imex_plan action gathers them (stage ``stopped``) and
+the imex_report action writes the records.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# A domain the run did not judge: not proven by this run, whatever an earlier run said.
+NOT_PROVEN = "not_proven"
+
+# The stages a run stops at, in the order a run goes through them.
+STAGES = ("arguments", "preflight", "lock", "read", "gate", "channels", "write", "restart", "proof", "run")
+
+# The plan's own stages: a refusal says where the run stopped.
+PLAN_STAGES = {"arguments": "arguments", "preflight": "preflight", "read": "gate", "channels": "channels",
+               "restart": "restart", "guard": "restart", "verdicts": "proof"}
+# The role's registered results: the stage of a task that registers each, and of the trays its
+# results name as failed or unreachable (a tray dropped by ssh leaves only these behind).
+REGISTER_STAGES = {"__imex_locks": "lock", "__imex_tray_info": "read", "__imex_nodes_result": "write",
+                   "__imex_config_result": "write", "__imex_tls_result": "write", "__imex_wave_status": "restart",
+                   "__imex_activity": "restart", "__imex_daemon_start": "restart", "__imex_validate_status": "proof",
+                   "__imex_slurm_probe": "proof", "__imex_daemon_logs": "proof"}
+ACTION_STAGES = {"rackscale.imex.imex_lock": "lock", "rackscale.imex.imex_tray_info": "read",
+                 "rackscale.imex.imex_channel": "channels", "ansible.builtin.reboot": "channels",
+                 "rackscale.imex.imex_nodes_config": "write", "rackscale.imex.imex_config": "write",
+                 "rackscale.imex.imex_status": "proof", "rackscale.imex.imex_slurm_probe": "proof",
+                 "rackscale.imex.imex_daemon_log": "proof", "ansible.builtin.assert": "proof",
+                 "ansible.builtin.set_fact": "preflight"}
+# Actions that write on a tray; in a handler they restart it instead.
+WRITE_ACTIONS = ("ansible.builtin.copy", "ansible.builtin.file", "ansible.builtin.template",
+                 "ansible.builtin.systemd_service", "ansible.builtin.systemd")
+# Stages that refuse the run as a whole, before any tray is contacted.
+RUN_REFUSALS = ("arguments", "preflight")
+# Trays a message names, at most (the records list them all).
+TRAYS_NAMED = 6
+# Bounds of what a record keeps: a reason's length, and how many reasons.
+REASON_CHARS = 2000
+MAX_REASONS = 40
+NO_LOG_REASON = "the task's output is hidden (no_log)"
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL)
+
+
+def _short(action):
+    """The FQCN of an action given by its short name (``imex_lock``, ``assert``)."""
+    action = str(action or "")
+    if "." in action:
+        return action
+    prefix = "rackscale.imex." if action.startswith("imex_") else "ansible.builtin."
+    return prefix + action
+
+
+def stage_of(task):
+    """The stage of the run a failed task belongs to (``ansible_failed_task``)."""
+    task = task if isinstance(task, Mapping) else {}
+    action = _short(task.get("action"))
+    args = task.get("args") if isinstance(task.get("args"), Mapping) else {}
+    if action == "rackscale.imex.imex_plan":
+        return PLAN_STAGES.get(str(args.get("stage")), "run")
+    if task.get("register") in REGISTER_STAGES:
+        return REGISTER_STAGES[task["register"]]
+    tags = task.get("tags") or []
+    if "imex_channels" in tags:
+        return "channels"
+    if action in ACTION_STAGES:
+        return ACTION_STAGES[action]
+    # Handlers (they have "listen") stop and start the daemons; the operator's tasks around a
+    # restart run with the wave's tasks.
+    if "listen" in task:
+        return "restart"
+    if "imex_daemon" in tags:
+        return "write" if action in WRITE_ACTIONS else "restart"
+    return "run"
+
+
+def redacted(text):
+    """``text`` without any private key block, bounded."""
+    text = _PRIVATE_KEY.sub("[private key removed]", str(text))
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + " [...]"
+
+
+def _label(result):
+    label = result.get("_ansible_item_label", result.get("item"))
+    if isinstance(label, Mapping):
+        label = label.get("domain") or label.get("holder") or label.get("name") or ""
+    return str(label) if label not in (None, "") else ""
+
+
+def reasons_of(result):
+    """Why a task failed or did not reach its tray: the plan's problems, else its message, and the message
+    of each item of a loop that failed or did not reach its tray; never a private key."""
+    if not isinstance(result, Mapping):
+        return []
+    if result.get("censored") or result.get("_ansible_no_log"):
+        return [NO_LOG_REASON]
+    reasons = [str(problem) for problem in result.get("problems") or []
+               if isinstance(result.get("problems"), list)] if result.get("failed") else []
+    items = [item for item in result.get("results") or [] if isinstance(item, Mapping)
+             and (item.get("failed") or item.get("unreachable"))]
+    if not reasons and not items and result.get("msg"):
+        reasons.append(str(result["msg"]))
+    for item in items:
+        if item.get("censored") or item.get("_ansible_no_log"):
+            reasons.append(NO_LOG_REASON)
+            continue
+        label = _label(item)
+        message = str(item.get("msg") or ("unreachable" if item.get("unreachable") else "failed"))
+        reasons.append("%s: %s" % (label, message) if label else message)
+    return [redacted(reason) for reason in reasons]
+
+
+def hosts_of(result, host=None, run_once=False):
+    """The trays a failed or unreachable result is about: the delegated trays of its failed items, else
+    the tray it ran on (not that of a run_once task, which ran for the whole play)."""
+    if not isinstance(result, Mapping):
+        return []
+    found = []
+    for item in result.get("results") or []:
+        if isinstance(item, Mapping) and (item.get("failed") or item.get("unreachable")):
+            delegated = (item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
+            holder = item.get("item").get("holder") if isinstance(item.get("item"), Mapping) else None
+            found.append(delegated or holder or (None if run_once else host))
+    if not found and not run_once:
+        found.append(host)
+    return [str(tray) for tray in found if tray]
+
+
+def _named(text, names):
+    """The names of ``names`` that ``text`` mentions as whole names (rack1 is not in rack1-tray01)."""
+    return [name for name in names
+            if re.search(r"(?<![\w.-])%s(?![\w-]|\.\w)" % re.escape(name), text)]
+
+
+def stopped_record(failures, registered, domains, judged=(), check_mode=False):
+    """What a run that stopped leaves on record.
+
+    failures: [(tray, ansible_failed_task, ansible_failed_result)] of the trays that went to the rescue
+    with a failed task (a run_once task fails on the tray that ran it). registered: {register name:
+    {tray: its result}} of the role's registered results (REGISTER_STAGES), which alone show a tray that
+    was not reached. domains: {domain: {"trays": [...], "addresses": [...]}} of the run's domains.
+    judged: the domains this run proved or judged before it stopped (their reports stand).
+
+    Returns {stage, task, domains, trays, reasons, not_reached, message, reports}: reports are those of
+    every domain of the run not judged, not proven by this run.
+    """
+    stage, task_name, reasons, trays = None, None, [], []
+    for tray, task, result in failures:
+        found = stage_of(task)
+        if stage is None or STAGES.index(found) < STAGES.index(stage):
+            stage = found
+            task_name = (task or {}).get("name") if isinstance(task, Mapping) else None
+        reasons.extend(reason for reason in reasons_of(result) if reason not in reasons)
+        trays.extend(host for host in hosts_of(result, tray, bool((task or {}).get("run_once")))
+                     if host not in trays)
+    # Trays that ssh did not reach leave no failed task: only their registered results say so.
+    unreached = None
+    for name, by_tray in registered.items():
+        for tray, result in (by_tray or {}).items():
+            if not isinstance(result, Mapping) or not (result.get("unreachable") or any(
+                    isinstance(item, Mapping) and item.get("unreachable") for item in result.get("results") or [])):
+                continue
+            # A failed task decides the stage: validate.yml goes on without a tray it did not reach.
+            if not failures and (unreached is None or STAGES.index(REGISTER_STAGES[name]) < STAGES.index(unreached)):
+                unreached = REGISTER_STAGES[name]
+            run_once = bool(result.get("results"))
+            for host in hosts_of(result, tray, run_once):
+                if host not in trays:
+                    trays.append(host)
+            for reason in reasons_of(result):
+                text = reason if run_once else "%s: %s" % (tray, reason)
+                if text not in reasons:
+                    reasons.append(text)
+    stage = stage or unreached or "run"
+    if not reasons:
+        reasons = ["the run stopped at its %s stage without a message (see the run's output)" % stage]
+    reasons = reasons[:MAX_REASONS]
+    all_trays = {tray: name for name, domain in domains.items() for tray in domain.get("trays") or []}
+    text = "\n".join(reasons)
+    trays = [tray for tray in trays if tray in all_trays]
+    trays += [tray for tray in _named(text, list(all_trays)) if tray not in trays]
+    involved = [name for name in domains if name in {all_trays[tray] for tray in trays}
+                or name in _named(text, list(domains))]
+    # A refusal before any tray is contacted holds the whole run (its messages may name only the first
+    # trays), and so does one that names no domain (a run-wide option).
+    if stage in RUN_REFUSALS or not involved:
+        involved = [name for name in domains if name not in judged]
+    not_reached = [name for name in domains if name not in involved and name not in judged]
+    record = {
+        "stage": stage,
+        "task": task_name,
+        "domains": involved,
+        "trays": trays,
+        "reasons": reasons,
+        "not_reached": not_reached,
+        "check_mode": bool(check_mode),
+    }
+    # The reasons were printed by the task that stopped the run: the message says where, and what is
+    # on record.
+    named = ", ".join(trays[:TRAYS_NAMED]) + (" and %d more" % (len(trays) - TRAYS_NAMED) if len(trays) > TRAYS_NAMED else "")
+    record["message"] = "The run stopped at its %s stage%s%s; not proven by this run: %s" % (
+        stage, " (domains %s)" % ", ".join(involved) if involved else "", "; trays %s" % named if trays else "",
+        ", ".join(name for name in domains if name not in judged) or "none")
+    record["reports"] = [not_proven_report(name, domains[name], record) for name in domains if name not in judged]
+    return record
+
+
+def not_proven_report(name, domain, record):
+    """The report of a domain the run did not judge: not proven by this run, with the stage it stopped
+    at and the reasons that concern the domain (all of them when none names it)."""
+    trays = [tray for tray in record["trays"] if tray in (domain.get("trays") or [])]
+    if name in record["domains"]:
+        own = [reason for reason in record["reasons"]
+               if name in _named(reason, [name]) or _named(reason, domain.get("trays") or [])]
+        problems = own or list(record["reasons"])
+        how = "the run stopped at its %s stage%s" % (record["stage"], " on %s" % ", ".join(trays) if trays else "")
+    else:
+        problems = ["not reached: the run stopped at its %s stage (domains %s) before it proved this domain"
+                    % (record["stage"], ", ".join(record["domains"]) or "none")]
+        how = "not reached, the run stopped at its %s stage" % record["stage"]
+    return {
+        "domain": name,
+        "verdict": NOT_PROVEN,
+        "ok": False,
+        "stopped_at": record["stage"],
+        "failed_trays": trays,
+        "trays": list(domain.get("trays") or []),
+        "expected_nodes": list(domain.get("addresses") or []),
+        "status": {"domain_state": None},
+        "problems": problems,
+        "message": "domain %s: not proven by this run (%s):\n  - %s" % (name, how, "\n  - ".join(problems)),
+    }
+
+
+def artifacts(record, run_id, report_dir, judged_reports=()):
+    """The set_stats data of a stopped run: the verdicts and problems of its domains (the judged ones as
+    judged) and the stop itself under imex_run.stopped."""
+    reports = list(judged_reports) + list(record["reports"])
+    return {
+        "imex_domains": {report["domain"]: report["verdict"] for report in reports},
+        "imex_domain_problems": {report["domain"]: list(report.get("problems") or []) for report in reports},
+        "imex_run": {"id": run_id, "report_dir": report_dir,
+                     "stopped": {key: record[key] for key in ("stage", "task", "domains", "trays", "reasons",
+                                                              "not_reached")}},
+    }
