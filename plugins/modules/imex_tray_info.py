@@ -101,9 +101,9 @@ options:
   daemon_release:
     description:
       - Also report which IMEX release the running daemon of O(daemon_service) runs, in
-        RV(daemon_release), to compare with RV(imex_version): a package upgraded under a running
+        RV(daemon_release), to compare with RV(imex_version). A package upgraded under a running
         daemon leaves it on the old release (its peers see C(!V!)) until it restarts.
-      - Read from the daemon process's own executable (C(/proc/<MainPID>/exe)): the installed file,
+      - Read from the daemon process's own executable (C(/proc/<MainPID>/exe)), the installed file
         or a replaced C(nvidia-imex) binary asked C(--version); else from the daemon's start line in
         the log file its O(daemon_config) names (C(IMEX version <release> is running), logged at
         C(LOG_LEVEL) 4).
