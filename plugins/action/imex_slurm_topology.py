@@ -102,9 +102,10 @@ class ActionModule(ActionBase):
                                     module_args=dict(read_nodes=True, timeout=timeout))
         if read.get("failed"):
             return dict(result, **read)
-        result.update(slurm_version=read["version_text"])
+        result.update(slurm_version=read["version_text"], topology_files=read.get("topology_files"))
         problems = topology.slurm_problems(blocks, sizes, path, tuple(read["version"]), read["config"],
-                                           read.get("nodes"), topology.per_job_trays(tray_vars))
+                                           read.get("nodes"), topology.per_job_trays(tray_vars),
+                                           read.get("topology_files"))
         if problems:
             return self._failed(result, problems)
 

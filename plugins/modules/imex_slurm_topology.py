@@ -14,6 +14,8 @@ author: rackscale.imex maintainers (!UNKNOWN)
 description:
   - Runs on a host with C(scontrol) that reaches C(slurmctld) (the Slurm controller). Without O(content) it
     only reads what Slurm is and runs (RV(version), RV(config), RV(nodes), RV(topology)).
+  - Also lists which of C(topology.conf) and C(topology.yaml) exist beside C(slurm.conf) (RV(topology_files)):
+    Slurm 25.05 and later read C(topology.yaml) first and then ignore C(topology.conf).
   - With O(content), writes it to O(path) atomically (a backup of the previous file with O(backup)),
     runs C(scontrol reconfigure) when the file changed and O(reconfigure) is true, then reads
     C(scontrol show topology) again, waiting up to O(timeout) seconds for C(slurmctld) to answer.
@@ -99,6 +101,14 @@ config:
   returned: success
   type: dict
   sample: {TopologyPlugin: topology/block, PrologFlags: "Alloc,Contain", SLURM_CONF: /etc/slurm/slurm.conf}
+topology_files:
+  description:
+    - Which of C(topology.conf) and C(topology.yaml) exist in the directory of C(slurm.conf) (SLURM_CONF of
+      C(scontrol show config)); none when that is not an absolute path.
+  returned: success
+  type: list
+  elements: str
+  sample: [topology.conf]
 nodes:
   description: Slurm's node names, FUTURE nodes included, in Slurm's order.
   returned: when O(read_nodes=true)
@@ -159,6 +169,7 @@ diff:
   type: dict
 """
 
+import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -176,6 +187,8 @@ from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseE
 # scontrol show topology cuts each line to SLURM_TOPO_LEN characters when it is set: never here.
 TOPOLOGY_ENV = {'SLURM_TOPO_LEN': '1048576'}
 RETRY_PAUSE_S = 1
+# The files Slurm may read its topology from, beside slurm.conf; from 25.05 topology.yaml first.
+TOPOLOGY_FILES = ('topology.conf', 'topology.yaml')
 
 
 class Scontrol:
@@ -222,6 +235,14 @@ def read_topology(scontrol, module, wait_s):
         module.fail_json(msg='scontrol show topology: %s' % exc.message, stdout=out)
 
 
+def topology_files(config):
+    """Which of TOPOLOGY_FILES exist in the directory of slurm.conf, as `scontrol show config` names it."""
+    conf = config.get('SLURM_CONF') or ''
+    if not conf.startswith('/'):
+        return []
+    return [name for name in TOPOLOGY_FILES if os.path.exists(os.path.join(os.path.dirname(conf), name))]
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -245,7 +266,8 @@ def main():
             if params['read_nodes'] else None
     except ParseError as exc:
         module.fail_json(msg=exc.message)
-    result = dict(changed=False, version=list(version['version']), version_text=version['text'], config=config)
+    result = dict(changed=False, version=list(version['version']), version_text=version['text'], config=config,
+                  topology_files=topology_files(config))
     if nodes is not None:
         result['nodes'] = nodes
 

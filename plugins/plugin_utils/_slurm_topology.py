@@ -10,18 +10,21 @@ domain_blocks(...)       the blocks: each domain group's trays by their Slurm no
                          domain model's order (domains and trays as the imex role orders them).
 convert_block_sizes(...) imex_slurm_block_sizes as given (a list, JSON text, "18,36"), converted once.
 static_problems(...)     what is refused before any host is contacted: names Slurm would misread,
-                         a node in two blocks, repeated or empty node names, BlockSizes Slurm dies on,
-                         domains of different sizes.
+                         a node in two blocks, repeated or empty node names, BlockSizes Slurm dies on.
 slurm_problems(...)      what is refused once the controller's Slurm was read (version, configuration,
-                         nodes), still before the file is written.
+                         nodes, the topology files beside slurm.conf), still before the file is written.
 render(...)              topology.conf or topology.yaml text.
 topology_differences(...) Slurm's `scontrol show topology` against the blocks, one sentence each.
 
-Facts of slurmctld this relies on (24.11, checked on a real daemon): block lines are read in file
-order and neighbouring blocks form the higher-level blocks; invalid BlockSizes, a repeated block name
-and (before 25.05) a block smaller than the base size are fatal; an unknown node name is only a
-warning and the node is left out; a node in two blocks is accepted without a word; aggregated block
-names are Slurm host lists built from the block names, so ',' and '[]' in a name are misread.
+Facts of slurmctld this relies on (24.11 and 26.05, checked on real daemons): block lines are read
+in file order and neighbouring blocks form the higher-level blocks; invalid BlockSizes and a repeated
+block name are fatal; a block smaller than the base size is fatal on 24.11 and accepted without a
+word on 26.05 (a block of its own, never merged), so domains of different sizes can share one
+topology there, with the largest domain's size as the base; an unknown node name is only a warning
+and the node is left out; a node in two blocks is accepted without a word; aggregated block names
+are Slurm host lists built from the block names, so ',' and '[]' in a name are misread; 26.05 reads
+topology.yaml (one topology per entry, the cluster default for `scontrol show topology`) and then
+ignores topology.conf.
 """
 from __future__ import annotations
 
@@ -38,13 +41,14 @@ except ImportError:  # pragma: no cover - ansible-core depends on PyYAML
 
 # topology.yaml and blocks smaller than the base size came with this release.
 YAML_MIN_VERSION = (25, 5)
+CONF_NAME, YAML_NAME = "topology.conf", "topology.yaml"
 # slurmctld refuses a BlockSizes value beyond the base times 2^15.
 MAX_LEVEL = 15
 # A name inside a block line or a host list: these split or bracket it.
 _BAD_NAME = re.compile(r"[,\[\]=#\s]")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _TOPOLOGY_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-FILE_NAMES = ("topology.conf", "topology.yaml")
+FILE_NAMES = (CONF_NAME, YAML_NAME)
 PER_JOB_MODE = "slurm_per_job"
 HEADER = ("# Slurm block topology (topology/block), written by rackscale.imex from the inventory: one block per\n"
           "# IMEX domain, in the order of the domain groups (neighbouring blocks form the higher-level blocks).\n"
@@ -126,7 +130,7 @@ def per_job_trays(tray_vars):
 
 
 def default_block_sizes(base, total):
-    """The domain size times powers of two up to the total node count: 18 trays, 3 racks -> [18, 36]."""
+    """The (largest) domain size times powers of two up to the total node count: 18 trays, 3 racks -> [18, 36]."""
     sizes = [base]
     while sizes[-1] * 2 <= total and len(sizes) <= MAX_LEVEL:
         sizes.append(sizes[-1] * 2)
@@ -146,16 +150,16 @@ def _name_problem(kind, name):
     return None
 
 
-def block_sizes_problems(sizes, base):
+def block_sizes_problems(sizes, base, base_label="the domain size"):
     """BlockSizes slurmctld dies on, or that would let one block span several domains."""
     shown = "imex_slurm_block_sizes = %s" % json.dumps(sizes)
     problems = []
     for value in sizes:
         ratio, remainder = divmod(value, base)
         if remainder or ratio < 1 or ratio & (ratio - 1):
-            problems.append("%s: %d is not the domain size %d times a power of two (%s, ...); a smaller or "
+            problems.append("%s: %d is not %s %d times a power of two (%s, ...); a smaller or "
                             "other base block would join parts of several IMEX domains into one block"
-                            % (shown, value, base, ", ".join(str(base << level) for level in range(4))))
+                            % (shown, value, base_label, base, ", ".join(str(base << level) for level in range(4))))
     if problems:
         return problems
     if sizes != sorted(set(sizes)):
@@ -203,35 +207,43 @@ def static_problems(blocks, sizes, path, topology_name=""):
         else:
             problems.append("Slurm node %s is named by %d trays of group %s (%s); each tray needs its own "
                             "imex_slurm_node_name" % (node, len(held), groups[0], where))
-    sizes_of = {}
-    for block in blocks:
-        sizes_of.setdefault(len(block["nodes"]), []).append(block["name"])
-    if len(sizes_of) > 1:
-        problems.append("domains of different sizes in one topology (%s): slurmctld takes one base block size for "
-                        "all, and then merges the smaller blocks or dies; keep one size per topology, and for "
-                        "partitions of different sizes use one topology per partition in topology.yaml (Slurm "
-                        ">= 25.05, PartitionName=... Topology=<name>)"
-                        % "; ".join("%d trays: %s" % (size, ", ".join(names)) for size, names in sorted(sizes_of.items())))
-    elif sizes:
-        problems.extend(block_sizes_problems(sizes, next(iter(sizes_of))))
+    # Domains of different sizes share one base size, the largest domain's: the smaller ones are blocks
+    # below the base, which only Slurm >= 25.05 accepts (slurm_problems refuses them on older ones).
+    if sizes:
+        problems.extend(block_sizes_problems(sizes, largest_domain_size(blocks), "the domain size" if len(
+            domain_sizes(blocks)) == 1 else "the largest domain size"))
     return problems
 
 
+def domain_sizes(blocks):
+    """{node count: [block names]} of the blocks."""
+    found = {}
+    for block in blocks:
+        found.setdefault(len(block["nodes"]), []).append(block["name"])
+    return found
+
+
+def largest_domain_size(blocks):
+    return max(len(block["nodes"]) for block in blocks)
+
+
 def block_sizes_for(blocks, sizes):
-    """The BlockSizes to write: the operator's, else the defaults (blocks of one size)."""
+    """The BlockSizes to write: the operator's, else the defaults from the largest domain's size."""
     if sizes:
         return list(sizes)
-    return default_block_sizes(len(blocks[0]["nodes"]), sum(len(block["nodes"]) for block in blocks))
+    return default_block_sizes(largest_domain_size(blocks), sum(len(block["nodes"]) for block in blocks))
 
 
 # ---------------------------------------------------------------------------------------------------
 # Once the controller's Slurm was read.
 
-def slurm_problems(blocks, sizes, path, version, config, slurm_nodes, per_job):
+def slurm_problems(blocks, sizes, path, version, config, slurm_nodes, per_job, topology_files=None):
     """Refusals that depend on the Slurm found: its version, its configuration and its nodes.
 
     version: (major, minor, patch); config: `scontrol show config` as parsed; slurm_nodes: Slurm's
-    node names (None when they were not read); per_job: the trays in imex_mode slurm_per_job.
+    node names (None when they were not read); per_job: the trays in imex_mode slurm_per_job;
+    topology_files: the names of topology.conf and topology.yaml found beside slurm.conf (None when
+    not looked at).
     """
     problems = []
     shown_version = _version_text(version)
@@ -241,12 +253,25 @@ def slurm_problems(blocks, sizes, path, version, config, slurm_nodes, per_job):
             problems.append("imex_slurm_topology_file = %r: topology.yaml needs Slurm >= 25.05, this controller runs "
                             "%s; write topology.conf instead" % (path, shown_version))
         small = [block["name"] for block in blocks if len(block["nodes"]) < sizes[0]]
-        if small:
+        by_size = domain_sizes(blocks)
+        if len(by_size) > 1:
+            problems.append("domains of different sizes in one topology (%s): with the base size %d (at least "
+                            "the largest domain's), Slurm %s dies on the smaller blocks ('children count lower than "
+                            "bblock_node_cnt'; accepted from 25.05); keep one domain size per topology, or run "
+                            "Slurm >= 25.05" % ("; ".join("%d trays: %s" % (size, ", ".join(names))
+                                                          for size, names in sorted(by_size.items())),
+                                                sizes[0], shown_version))
+        elif small:
             problems.append("imex_slurm_block_sizes = %s: blocks %s have fewer nodes than the base size %d; Slurm "
                             "%s dies on it ('children count lower than bblock_node_cnt', allowed from 25.05); make "
                             "the first size the domain size %d" % (json.dumps(sizes), ", ".join(small), sizes[0],
                                                                    shown_version, len(blocks[0]["nodes"])))
     where = os.path.dirname(conf) if conf.startswith("/") else None
+    if tuple(version[:2]) >= YAML_MIN_VERSION and not is_yaml(path) and YAML_NAME in (topology_files or ()):
+        beside = os.path.join(where or os.path.dirname(str(path)), YAML_NAME)
+        problems.append("imex_slurm_topology_file = %r: %s exists, and Slurm %s reads it and ignores topology.conf; "
+                        "write topology.yaml instead (imex_slurm_topology_file = %r), or remove %s"
+                        % (path, beside, shown_version, beside, beside))
     if where and os.path.dirname(str(path)) != where:
         problems.append("imex_slurm_topology_file = %r: Slurm reads its topology file from the directory of "
                         "slurm.conf (SLURM_CONF = %s); write %s/%s" % (path, conf, where, os.path.basename(str(path))))

@@ -25,9 +25,10 @@ ACTION = "rackscale.imex.imex_slurm_topology"
 HAND_WRITTEN = "BlockName=all Nodes=rack1-tray[01-04],rack2-tray[01-04]\n"
 
 
-def inventory(tmp_path, daemon, **tray_vars):
+def inventory(tmp_path, daemon, racks=None, **tray_vars):
+    """The inventory of ``racks`` ({domain group: trays}, RACKS by default) and the host slurmctl."""
     domains = {}
-    for number, (rack, trays) in enumerate(RACKS.items()):
+    for number, (rack, trays) in enumerate((racks or RACKS).items()):
         domains[rack] = {"vars": {"imex_domain": rack, "imex_domain_size": len(trays)},
                          "hosts": {tray: dict({"ansible_host": "198.18.%d.%d" % (number + 1, index + 11)},
                                               **tray_vars.get(tray, {}))

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The block topology this collection writes, read by a real slurmctld (24.11).
+"""The block topology this collection writes, read by a real slurmctld (24.11; topology.yaml on 26.05
+is test_topology_yaml_real.py).
 
 For every accepted inventory of the unit tests' matrix, the file rendered by plugin_utils is handed to
 a real slurmctld, whose `scontrol show topology` must give the inventory's blocks exactly, and whose
@@ -132,12 +133,14 @@ def test_a_block_name_with_a_comma_is_misread_in_the_aggregated_block(slurmctld)
     ("BlockSizes not the base times powers of two", "fatal: Invalid BlockSizes value: 12"),
     ("a block smaller than the base size on Slurm 24.11",
      "fatal: Block configuration (rack1) children count lower than bblock_node_cnt"),
+    ("domains of different sizes on Slurm 24.11",
+     "fatal: Block configuration (rack2) children count lower than bblock_node_cnt"),
 ])
 def test_slurmctld_dies_on_what_is_refused(slurmctld, name, fatal):
     entry = STATIC_REFUSED.get(name) or SLURM_REFUSED[name]
     model, hostvars = model_of(entry)
     blocks = topology.domain_blocks(model, hostvars)
-    sizes = topology.convert_block_sizes(entry["block_sizes"])[0]
+    sizes = topology.block_sizes_for(blocks, topology.convert_block_sizes(entry["block_sizes"])[0])
     with pytest.raises(SlurmctldError) as stopped:
         slurmctld(slurm_nodes(entry), topology.render(blocks, sizes, entry["path"]))
     assert fatal in str(stopped.value)
@@ -156,3 +159,18 @@ def test_domains_of_different_sizes_are_merged_silently(slurmctld):
     joined = [record for record in records if record["aggregated"] and record["members"] == ["rack2", "rack3"]]
     assert [(record["size"], len(record["nodes"])) for record in joined] == [(18, 36)]
     assert "warning" not in daemon.log().lower()
+
+
+def test_topology_yaml_is_not_read_by_24_11_which_is_why_it_is_refused(slurmctld):
+    entry = SLURM_REFUSED["topology.yaml on Slurm 24.11"]
+    blocks, sizes = planned(entry)
+    sizes = topology.block_sizes_for(blocks, sizes)
+    daemon = slurmctld(slurm_nodes(entry), "BlockName=hand Nodes=rack1-tray[01-02]\n")
+    daemon.write_etc("topology.yaml", topology.render(blocks, sizes, entry["path"]))
+    daemon.scontrol("reconfigure")
+    daemon.wait_answering()
+    version, config, known, records = read_slurm(daemon)
+    assert [record["name"] for record in records] == ["hand"]
+    assert topology.slurm_problems(blocks, sizes, entry["path"], version, config, known, [], ["topology.conf",
+                                   "topology.yaml"])[0].startswith("imex_slurm_topology_file = '/etc/slurm/topology.yaml': "
+                                                                   "topology.yaml needs Slurm >= 25.05")

@@ -1,10 +1,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parsers of scontrol's output, on what a real slurmctld 24.11.5 printed (tests/unit/samples/slurm/)."""
+"""Parsers of scontrol's output, on what a real slurmctld 24.11.5 or 26.05.5 printed (tests/unit/samples/slurm/)."""
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
+    channel_plugin_config,
     config_flags,
     config_values,
     expand_hostlist,
@@ -27,6 +28,7 @@ def sample(name):
 def test_the_debian_version_line_and_schedmd_s_read_alike():
     assert parse_version(sample("scontrol_version_24.11.5.txt")) == {"version": (24, 11, 5), "text": "24.11.5"}
     assert parse_version("slurm 25.05.0-0rc1\n") == {"version": (25, 5, 0), "text": "25.05.0-0rc1"}
+    assert parse_version(sample("scontrol_version_26.05.5.txt")) == {"version": (26, 5, 5), "text": "26.05.5"}
 
 
 @pytest.mark.parametrize("text", ["", "scontrol: fatal: Could not establish a configuration source\n", "slurm\n"])
@@ -112,10 +114,33 @@ def test_show_topology_without_a_block_plugin_is_no_record():
     assert parse_show_topology("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=dev[0-5]\n") == []
 
 
+def test_show_config_of_26_05_with_topology_yaml():
+    """slurm.conf without a TopologyPlugin line, the blocks in topology.yaml: 26.05 reports topology/flat
+    (24.11's topology/default), and still runs the blocks of topology.yaml."""
+    config = parse_show_config(sample("show_config_26.05_yaml_alloc_imex.txt"))
+    assert config["SLURM_VERSION"] == "26.05.5" and config["SLURM_CONF"] == "/etc/slurm/slurm.conf"
+    assert config["TopologyPlugin"] == "topology/flat"
+    assert channel_plugin_config(config) == {
+        "switch_type": "switch/nvidia_imex", "switch_parameters": "imex_channel_count=2048",
+        "imex_channel_count": 2048, "prolog_flags": ["Alloc"], "prolog": [], "epilog": [], "version": "26.05.5"}
+
+
+def test_show_topology_of_26_05_reads_as_24_11_s():
+    """The same blocks from topology.yaml on 26.05 print exactly as from topology.conf on 24.11."""
+    assert sample("show_topology_26.05_yaml_3x4_sizes_4_8.txt") == sample("show_topology_3x4_sizes_4_8.txt")
+    records = parse_show_topology(sample("show_topology_26.05_yaml_9_9_18_18_sizes_18_36.txt"))
+    assert [(r["name"], r["aggregated"], r["size"], len(r["nodes"])) for r in records] == [
+        ("nvl_a", False, 18, 9), ("nvl_b", False, 18, 9), ("rack2", False, 18, 18), ("rack3", False, 18, 18),
+        ("nvl_a,nvl_b", True, 36, 18), ("rack[2-3]", True, 36, 36)]
+    assert records[4]["members"] == ["nvl_a", "nvl_b"] and records[5]["members"] == ["rack2", "rack3"]
+
+
 def test_node_names_with_and_without_future_nodes():
     assert parse_node_names(sample("show_nodes_oneliner.txt")) == (
         ["rack%d-tray%02d" % (rack, n) for rack in (1, 2, 3) for n in range(1, 5)])
     assert parse_node_names(sample("show_nodes_oneliner_future.txt"))[-1] == "rack1-tray18"
+    assert parse_node_names(sample("show_nodes_oneliner_future_26.05.txt")) == (
+        ["rack%d-tray%02d" % (rack, n) for rack in (1, 2, 3) for n in range(1, 5)] + ["spare01"])
 
 
 def test_repeated_keys_are_read_with_their_index_in_order():

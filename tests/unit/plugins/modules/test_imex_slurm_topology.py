@@ -142,3 +142,13 @@ def test_without_scontrol_it_fails_saying_where_it_looked(run_module, tmp_path):
     with mock.patch.multiple(basic.AnsibleModule, get_bin_path=lambda self, name, *args, **kw: bins.get(name)):
         result = run_module(imex_slurm_topology, {"path": str(tmp_path / "topology.conf")})
     assert result["_exit_code"] == 1 and result["msg"].startswith("scontrol not found on PATH")
+
+
+def test_the_topology_files_beside_slurm_conf_are_listed(tmp_path):
+    """Slurm >= 25.05 reads topology.yaml first: the action refuses a topology.conf beside one."""
+    config = {"SLURM_CONF": str(tmp_path / "slurm.conf")}
+    assert imex_slurm_topology.topology_files(config) == []
+    (tmp_path / "topology.yaml").write_text("- topology: other\n")
+    (tmp_path / "topology.conf").write_text("BlockName=b Nodes=n1\n")
+    assert imex_slurm_topology.topology_files(config) == ["topology.conf", "topology.yaml"]
+    assert imex_slurm_topology.topology_files({"SLURM_CONF": None}) == []

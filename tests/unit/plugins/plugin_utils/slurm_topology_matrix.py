@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The inventories of the Slurm block topology tests, shared by the unit tests
-(test_slurm_topology.py) and the tests against a real slurmctld (tests/slurm/test_topology_real.py).
+(test_slurm_topology.py) and the tests against a real slurmctld (tests/slurm/test_topology_real.py on
+24.11, tests/slurm/test_topology_yaml_real.py on 26.05).
 
 Each case is an inventory (domain groups and their trays' host variables) with imex_slurm_block_sizes
 and the topology file. An accepted case states the blocks and BlockSizes it must give; a refused case
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
 
 CONF = "/etc/slurm/topology.conf"
+YAML = "/etc/slurm/topology.yaml"
 
 
 def trays(rack, count, domain=None):
@@ -127,10 +129,6 @@ STATIC_REFUSED = {
     "BlockSizes that are not numbers": case(
         {"rack1": trays("rack1", 2)}, block_sizes="18;36",
         words=["imex_slurm_block_sizes = '18;36': '18;36' is not a positive whole number"]),
-    "domains of different sizes": case(
-        {"rack1": trays("rack1", 4), "rack2": trays("rack2", 2)},
-        words=["domains of different sizes in one topology (2 trays: rack2; 4 trays: rack1)",
-               "use one topology per partition in topology.yaml"]),
     "a file Slurm does not read": case(
         {"rack1": trays("rack1", 2)}, path="/etc/slurm/blocks.conf",
         words=["imex_slurm_topology_file = '/etc/slurm/blocks.conf': Slurm reads only topology.conf or topology.yaml"]),
@@ -144,6 +142,10 @@ SLURM_REFUSED = {
     "a block smaller than the base size on Slurm 24.11": case(
         {"rack1": trays("rack1", 2), "rack2": trays("rack2", 2)}, block_sizes=[4, 8],
         words=["blocks rack1, rack2 have fewer nodes than the base size 4", "children count lower than bblock_node_cnt"]),
+    "domains of different sizes on Slurm 24.11": case(
+        {"rack1": trays("rack1", 4), "rack2": trays("rack2", 2)},
+        words=["domains of different sizes in one topology (2 trays: rack2; 4 trays: rack1): with the base size 4",
+               "Slurm 24.11.5 dies on the smaller blocks", "accepted from 25.05"]),
     "a node Slurm does not know": case(
         {"rack1": trays("rack1", 2)}, host_vars={"rack1-tray02": {"imex_slurm_node_name": "ghost"}},
         words=["tray rack1-tray02 (group rack1): Slurm node name ghost is not a node of Slurm"], known_extra=False),
@@ -159,4 +161,22 @@ SLURM_REFUSED = {
         {"rack1": trays("rack1", 2)}, path="/srv/slurm/topology.conf",
         words=["Slurm reads its topology file from the directory of slurm.conf (SLURM_CONF = "
                "/etc/slurm/slurm.conf); write /etc/slurm/topology.conf"]),
+}
+
+# Accepted from Slurm 25.05 (seen on 26.05), refused on 24.11 (SLURM_REFUSED): blocks smaller than the
+# base size, which is then the largest domain's size.
+ACCEPTED_FROM_25_05 = {
+    "a block smaller than the base size": case(
+        {"rack1": trays("rack1", 2), "rack2": trays("rack2", 2)}, block_sizes=[4, 8], path=YAML,
+        blocks=[("rack1", trays("rack1", 2)), ("rack2", trays("rack2", 2))], sizes=[4, 8]),
+    "a rack with a tray fewer than the others": case(
+        {"rack1": trays("rack1", 3), "rack2": trays("rack2", 4), "rack3": trays("rack3", 4)}, path=YAML,
+        blocks=[("rack1", trays("rack1", 3)), ("rack2", trays("rack2", 4)), ("rack3", trays("rack3", 4))],
+        sizes=[4, 8]),
+    "two 9-tray partitions next to 18-tray racks": case(
+        {"nvl_a": trays("rack1", 9, "rack1"), "nvl_b": ["rack1-tray%02d" % number for number in range(10, 19)],
+         "rack2": trays("rack2", 18), "rack3": trays("rack3", 18)}, path=YAML,
+        blocks=[("nvl_a", trays("rack1", 9)), ("nvl_b", ["rack1-tray%02d" % n for n in range(10, 19)]),
+                ("rack2", trays("rack2", 18)), ("rack3", trays("rack3", 18))],
+        sizes=[18, 36]),
 }

@@ -2,7 +2,7 @@
 """Slurm's block topology from the domain model (plugins/plugin_utils/_slurm_topology.py).
 
 The matrix of inventories is slurm_topology_matrix.py, which tests/slurm/test_topology_real.py also
-starts a real slurmctld on; the Slurm answers here are what a real slurmctld 24.11.5 printed.
+starts a real slurmctld on; the Slurm answers here are what a real slurmctld 24.11.5 or 26.05.5 printed.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _slurm_topology as topology
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.slurm_topology_matrix import (
     ACCEPTED,
+    ACCEPTED_FROM_25_05,
     SLURM_REFUSED,
     STATIC_REFUSED,
     model_of,
@@ -29,6 +30,9 @@ VERSION_24_11 = parse_version(read_sample("slurm", "scontrol_version_24.11.5.txt
 CONFIG_BLOCK = parse_show_config(read_sample("slurm", "show_config_block_no_prolog_flags.txt"))
 CONFIG_BLOCK_ALLOC = parse_show_config(read_sample("slurm", "show_config_block_alloc_imex.txt"))
 CONFIG_DEFAULT = parse_show_config(read_sample("slurm", "show_config_default.txt"))
+VERSION_26_05 = parse_version(read_sample("slurm", "scontrol_version_26.05.5.txt"))["version"]
+# 26.05 with topology.yaml and no TopologyPlugin line in slurm.conf: show config says topology/flat.
+CONFIG_26_05_YAML = parse_show_config(read_sample("slurm", "show_config_26.05_yaml_alloc_imex.txt"))
 
 
 def plan(entry):
@@ -105,6 +109,43 @@ def test_topology_yaml_from_25_05_needs_no_topology_plugin_line():
     entry = SLURM_REFUSED["topology.yaml on Slurm 24.11"]
     blocks, sizes = planned(entry)
     assert topology.slurm_problems(blocks, sizes, entry["path"], (25, 5, 1), CONFIG_DEFAULT, None, []) == []
+    assert CONFIG_26_05_YAML["TopologyPlugin"] == "topology/flat"
+    assert topology.slurm_problems(blocks, sizes, entry["path"], VERSION_26_05, CONFIG_26_05_YAML, None, []) == []
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED_FROM_25_05))
+def test_blocks_smaller_than_the_base_are_accepted_on_26_05_and_refused_on_24_11(name):
+    entry = ACCEPTED_FROM_25_05[name]
+    blocks, sizes = planned(entry)
+    assert [(block["name"], block["nodes"]) for block in blocks] == [(group, list(nodes)) for group, nodes in entry["blocks"]]
+    assert sizes == entry["sizes"]
+    known = slurm_nodes(entry)
+    assert topology.slurm_problems(blocks, sizes, entry["path"], VERSION_26_05, CONFIG_26_05_YAML, known, []) == []
+    refused = "\n".join(topology.slurm_problems(blocks, sizes, entry["path"], VERSION_24_11, CONFIG_BLOCK, known, []))
+    assert "children count lower than bblock_node_cnt" in refused
+
+
+def test_a_domain_size_that_is_not_the_largest_is_no_base_size():
+    entry = ACCEPTED_FROM_25_05["two 9-tray partitions next to 18-tray racks"]
+    model, hostvars = model_of(entry)
+    problems = topology.static_problems(topology.domain_blocks(model, hostvars), [9, 18], entry["path"], "imex")
+    assert problems == ["imex_slurm_block_sizes = [9, 18]: 9 is not the largest domain size 18 times a power of two "
+                        "(18, 36, 72, 144, ...); a smaller or other base block would join parts of several IMEX "
+                        "domains into one block"]
+
+
+def test_topology_conf_beside_a_topology_yaml_is_refused_from_25_05():
+    """slurmctld 26.05 reads topology.yaml and ignores topology.conf without a word."""
+    blocks, sizes = planned(THREE_RACKS)
+    found = topology.slurm_problems(blocks, sizes, CONF_PATH, VERSION_26_05, CONFIG_BLOCK, None, [],
+                                    ["topology.conf", "topology.yaml"])
+    assert found == ["imex_slurm_topology_file = '/etc/slurm/topology.conf': /etc/slurm/topology.yaml exists, and "
+                     "Slurm 26.05.5 reads it and ignores topology.conf; write topology.yaml instead "
+                     "(imex_slurm_topology_file = '/etc/slurm/topology.yaml'), or remove /etc/slurm/topology.yaml"]
+    assert topology.slurm_problems(blocks, sizes, CONF_PATH, VERSION_24_11, CONFIG_BLOCK, None, [],
+                                   ["topology.conf", "topology.yaml"]) == []
+    assert topology.slurm_problems(blocks, sizes, "/etc/slurm/topology.yaml", VERSION_26_05, CONFIG_BLOCK, None, [],
+                                   ["topology.conf", "topology.yaml"]) == []
 
 
 def test_prolog_flags_of_another_kind_are_kept_in_the_line_to_write():
@@ -172,6 +213,7 @@ def test_per_job_trays_are_those_of_the_per_job_mode():
 # -- Slurm's topology against the inventory, on what slurmctld printed ------------------------------------
 
 THREE_RACKS = ACCEPTED["three racks, default sizes up to the node count"]
+CONF_PATH = "/etc/slurm/topology.conf"
 
 
 def test_slurm_s_topology_of_the_same_file_matches():
@@ -226,3 +268,15 @@ def test_the_nodes_of_the_real_node_list_are_all_known():
     blocks, sizes = planned(entry)
     nodes = parse_node_names(read_sample("slurm", "show_nodes_oneliner.txt"))
     assert topology.slurm_problems(blocks, sizes, entry["path"], VERSION_24_11, CONFIG_BLOCK, nodes, []) == []
+
+
+def test_slurm_26_05_s_topology_of_the_yaml_file_matches():
+    blocks, sizes = planned(THREE_RACKS)
+    assert topology.topology_differences(blocks, sizes, parse_show_topology(
+        read_sample("slurm", "show_topology_26.05_yaml_3x4_sizes_4_8.txt"))) == []
+
+
+def test_partitions_smaller_than_the_racks_match_what_slurm_26_05_printed():
+    blocks, sizes = planned(ACCEPTED_FROM_25_05["two 9-tray partitions next to 18-tray racks"])
+    assert topology.topology_differences(blocks, sizes, parse_show_topology(
+        read_sample("slurm", "show_topology_26.05_yaml_9_9_18_18_sizes_18_36.txt"))) == []
