@@ -14,8 +14,8 @@ author: rackscale.imex maintainers (!UNKNOWN)
 description:
   - Runs on a host with C(scontrol) that reaches C(slurmctld) (the Slurm controller). Without O(content) it
     only reads what Slurm is and runs (RV(version), RV(config), RV(nodes), RV(topology)).
-  - Also lists which of C(topology.conf) and C(topology.yaml) exist beside C(slurm.conf) (RV(topology_files)):
-    Slurm 25.05 and later read C(topology.yaml) first and then ignore C(topology.conf).
+  - Also lists which of C(topology.conf) and C(topology.yaml) exist beside C(slurm.conf) (RV(topology_files)),
+    since Slurm 25.05 and later read C(topology.yaml) first and then ignore C(topology.conf).
   - With O(content), writes it to O(path) atomically (a backup of the previous file with O(backup)),
     runs C(scontrol reconfigure) when the file changed and O(reconfigure) is true, then reads
     C(scontrol show topology) again, waiting up to O(timeout) seconds for C(slurmctld) to answer.
