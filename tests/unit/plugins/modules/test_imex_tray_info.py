@@ -544,7 +544,8 @@ def test_the_drivers_channel_count_comes_from_the_first_file_that_shows_it(run, 
 IMEX = '/usr/bin/nvidia-imex'
 # The daemon's main process; its unit began to start 100 s after boot, its main process 101.5 s.
 DAEMON_PID = 2417
-ACTIVATION_USEC, MAIN_START_USEC = 100000000, 101500000
+ACTIVATION_USEC = 100000000
+MAIN_START_USEC = 101500000
 
 
 def release_answer(installed='580.95.09', old='580.105.08'):
