@@ -26,7 +26,6 @@ import subprocess
 import tempfile
 import time
 
-TRIAL_ROOTFS = "/var/tmp/slurm-trial/rootfs"
 # The Debian suite of simrack's Slurm root file system whose Slurm (26.05) reads topology.yaml.
 TOPOLOGY_YAML_SUITE = "forky"
 SIMRACK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rack", "simrack")
@@ -41,23 +40,17 @@ class SlurmctldError(RuntimeError):
 
 
 def slurm_rootfs(suite=None):
-    """Path of a root file system with Slurm, or None: simrack's cached one when it can build it
-    (``suite``: another Debian suite than simrack's default, built once on first use), else, for
-    the default suite, the trial copy on this machine."""
-    try:
-        with open(SIMRACK) as handle:
-            builds = "def cmd_rootfs" in handle.read()
-    except OSError:
-        builds = False
-    if builds:
-        found = subprocess.run([SIMRACK, "rootfs", "--slurm"] + (["--suite", suite] if suite else []),
-                               capture_output=True, text=True, timeout=3600, check=False)
-        path = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
-        if found.returncode == 0 and os.path.lexists(os.path.join(path, "usr", "sbin", "slurmctld")):
-            return path
-    if suite is None and os.path.lexists(os.path.join(TRIAL_ROOTFS, "usr", "sbin", "slurmctld")):
-        return TRIAL_ROOTFS
-    return None
+    """Path of a root file system with Slurm: simrack's cached one (``suite``: another Debian suite
+    than simrack's default), built once on first use. A failed build raises with simrack's output:
+    the tests it serves must fail, not be skipped."""
+    found = subprocess.run([SIMRACK, "rootfs", "--slurm"] + (["--suite", suite] if suite else []),
+                           capture_output=True, text=True, timeout=3600, check=False)
+    path = found.stdout.strip().splitlines()[-1] if found.stdout.strip() else ""
+    if found.returncode != 0 or not os.path.lexists(os.path.join(path, "usr", "sbin", "slurmctld")):
+        raise SlurmctldError("simrack rootfs --slurm%s failed (%d), no slurmctld in %r:\n%s%s"
+                             % (" --suite " + suite if suite else "", found.returncode, path,
+                                found.stdout[-2000:], found.stderr[-4000:]))
+    return path
 
 
 def slurm_conf(nodes, topology_plugin="topology/block", extra=()):
