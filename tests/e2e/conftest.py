@@ -143,6 +143,19 @@ def run_playbook(playbook, inventory, extravars=None, check=False, diff=False, l
     return PlaybookRun(runner, private_data_dir)
 
 
+@contextlib.contextmanager
+def fresh_ssh_connections(connect_timeout_s=3):
+    """Extra vars of a run that must find an SSH-blocked tray unreachable at once: a short connect
+    timeout, and control sockets of its own. An earlier run's master connection (ControlPersist)
+    would carry the new session into the blocked link and wait out its keepalives (60 s, ansible.cfg)
+    before the tray counts as unreachable."""
+    control_path_dir = tempfile.mkdtemp(prefix="imex-cp-", dir="/tmp")
+    try:
+        yield {"ansible_ssh_timeout": connect_timeout_s, "ansible_control_path_dir": control_path_dir}
+    finally:
+        shutil.rmtree(control_path_dir, ignore_errors=True)
+
+
 # An operator's pre/post-restart task file (%s: pre or post): records on the tray the domain, its
 # trays and the daemon's PID at the time the hook ran.
 HOOK = """---

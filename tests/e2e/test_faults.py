@@ -11,12 +11,10 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
 
 import pytest
 
-from conftest import clear_hook_records, hook_record, requires_rack, restart_hooks, run_playbook
+from conftest import clear_hook_records, fresh_ssh_connections, hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -128,15 +126,8 @@ def test_unreachable_tray_stops_the_run_before_any_change(bed, reports, blocked)
     others = [tray for tray in RACK1 + RACK2 if tray != blocked]
     with fault(bed, "ssh-block", blocked):
         before = start_times(bed, others)
-        # A tray that drops SSH is unreachable once the connection times out: 3 s, not the default 10.
-        # A fresh control path: a master connection of an earlier run would carry the request into
-        # the blocked link and wait out its keepalives (60 s) before the tray counts as unreachable.
-        control_path_dir = tempfile.mkdtemp(prefix="imex-cp-", dir="/tmp")
-        try:
-            run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, ansible_ssh_timeout=3,
-                       ansible_control_path_dir=control_path_dir)
-        finally:
-            shutil.rmtree(control_path_dir, ignore_errors=True)
+        with fresh_ssh_connections() as ssh:
+            run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, **ssh)
         assert run.rc != 0
         unreachable = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"}
         assert unreachable == {blocked}, messages(run)

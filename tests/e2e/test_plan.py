@@ -25,8 +25,8 @@ import time
 import pytest
 import yaml
 
-from conftest import (ANSIBLE_ENV, PLAYBOOKS, READ_INTERVAL, SIMRACK, requires_rack, run_playbook, simulated_bed,
-                      write_inventory)
+from conftest import (ANSIBLE_ENV, PLAYBOOKS, READ_INTERVAL, SIMRACK, fresh_ssh_connections, requires_rack, run_playbook,
+                      simulated_bed, write_inventory)
 
 pytestmark = requires_rack
 
@@ -421,8 +421,9 @@ class TestOutOfService:
             # The node list still names it, on every tray in service.
             assert {tray: rack.ssh(tray, "cat", NODES).stdout for tray in FOUR[:3]} == {
                 tray: nodes_before for tray in FOUR[:3]}
-            # Without the option, the same domain fails its proof naming the tray.
-            missing = validate(rack, reports)
+            # Without the option, the same domain fails naming the tray.
+            with fresh_ssh_connections() as ssh:
+                missing = validate(rack, reports, **ssh)
             assert missing.rc != 0 and away in messages(missing), messages(missing)
         finally:
             rack.simrack("fault", "heal", "isolate", away)

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import requires_rack, run_playbook
+from conftest import fresh_ssh_connections, requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -102,8 +102,8 @@ def test_a_run_stopped_by_the_fabric_gate_leaves_the_domain_not_proven(simulated
 def test_a_run_stopped_by_a_tray_ssh_does_not_reach_names_it(simulated_rack, outputs, proven):
     simulated_rack.simrack("fault", "ssh-block", "rack1-tray03")
     try:
-        # Unreachable once the connection times out: 3 s, not the default 10.
-        run = run_playbook("site.yml", simulated_rack.inventory, extravars=dict(outputs, ansible_ssh_timeout=3))
+        with fresh_ssh_connections() as ssh:
+            run = run_playbook("site.yml", simulated_rack.inventory, extravars=dict(outputs, **ssh))
     finally:
         simulated_rack.simrack("fault", "heal", "ssh-block", "rack1-tray03")
     assert_recorded(run, outputs, proven, "read", ["rack1-tray03"], "ssh")
