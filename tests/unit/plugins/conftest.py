@@ -2,9 +2,13 @@
 """Fixtures shared by the tests of modules and module_utils."""
 from __future__ import annotations
 
+import os
 import socket
+import stat
 
 import pytest
+
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_log
 
 
 @pytest.fixture
@@ -28,3 +32,18 @@ def remote_addresses():
                 return found
         pytest.skip("every TEST-NET-3 address is local here")
     return _remote_addresses
+
+
+@pytest.fixture
+def root_above(tmp_path, monkeypatch):
+    """tmp_path, with the directories above it seen as root's 0755 ones by the daemon log reader (/tmp,
+    where pytest puts tmp_path, is 1777 and refused, as it must be); tmp_path and below are stat'ed for real."""
+    real_stat = os.stat
+    inside = str(tmp_path)
+
+    def stat_directory(path):
+        if path == inside or path.startswith(inside + os.sep):
+            return real_stat(path)
+        return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
+    monkeypatch.setattr(_daemon_log, "_stat_directory", stat_directory)
+    return tmp_path

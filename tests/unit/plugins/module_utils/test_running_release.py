@@ -5,12 +5,11 @@ line in its log, from the vendor's published output."""
 from __future__ import annotations
 
 import os
-import stat
 import time
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_log, _running_release
+from ansible_collections.rackscale.imex.plugins.module_utils import _running_release
 
 # The start of a 570.00 daemon log as published (blank lines between the configuration lines).
 LOG_570 = (
@@ -95,20 +94,6 @@ def test_systemctl_show_gives_the_main_process_and_the_activation():
     ("LOG_LEVEL=4\n", 4), ("# LOG_LEVEL=1\nLOG_LEVEL = 3\n", 3), ("", 4), ("LOG_LEVEL=high\n", 4)])
 def test_the_log_level_of_a_config(config, level):
     assert _running_release.log_level(config) == level
-
-
-@pytest.fixture
-def root_above(tmp_path, monkeypatch):
-    """The directories above tmp_path seen as root's 0755 ones (/tmp, where pytest puts tmp_path, is refused)."""
-    real_stat = os.stat
-    inside = str(tmp_path)
-
-    def stat_directory(path):
-        if path == inside or path.startswith(inside + os.sep):
-            return real_stat(path)
-        return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
-    monkeypatch.setattr(_daemon_log, "_stat_directory", stat_directory)
-    return tmp_path
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the log must be root's to be read")

@@ -24,21 +24,6 @@ FAILED_START = (
 
 
 @pytest.fixture
-def root_above(tmp_path, monkeypatch):
-    """The directories above tmp_path seen as root's 0755 ones (/tmp, where pytest puts tmp_path, is
-    1777 and refused, as it must be); tmp_path and below are stat'ed for real."""
-    real_stat = os.stat
-    inside = str(tmp_path)
-
-    def stat_directory(path):
-        if path == inside or path.startswith(inside + os.sep):
-            return real_stat(path)
-        return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
-    monkeypatch.setattr(_daemon_log, '_stat_directory', stat_directory)
-    return tmp_path
-
-
-@pytest.fixture
 def run(run_module, root_above):
     def _run(args, journal=(0, '', '')):
         calls = []

@@ -16,7 +16,6 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_log
 from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -601,16 +600,9 @@ def test_a_binary_replaced_under_the_daemon_is_asked_its_own_release(run_release
 
 
 @pytest.fixture
-def root_log(tmp_path, monkeypatch):
+def root_log(root_above):
     """A config.cfg naming a log file under tmp_path, whose directories above are seen as root's."""
-    real_stat = os.stat
-    inside = str(tmp_path)
-
-    def stat_directory(path):
-        if path == inside or path.startswith(inside + os.sep):
-            return real_stat(path)
-        return os.stat_result((0o040755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
-    monkeypatch.setattr(_daemon_log, '_stat_directory', stat_directory)
+    tmp_path = root_above
     log = tmp_path / 'nvidia-imex.log'
     config = tmp_path / 'config.cfg'
     config.write_text('LOG_LEVEL=4\nLOG_FILE_NAME=%s\nLOG_APPEND_TO_LOG=1\n' % log)
