@@ -139,7 +139,8 @@ def all_fault_ids(series):
 def ddmin(items, fails, budget=None):
     """Zeller's delta debugging: a 1-minimal subset of `items` for which fails(subset) is True
     (fails(items) is assumed True). `budget` caps the number of fails() calls; the smallest failing
-    subset found so far is returned when it runs out. Returns (subset, calls)."""
+    subset found so far is returned when it runs out. Returns (subset, calls, minimal): minimal is
+    False when the budget ran out before the subset was shown 1-minimal."""
     items = list(items)
     calls = 0
     n = 2
@@ -151,7 +152,7 @@ def ddmin(items, fails, budget=None):
             if not subset or len(subset) == len(items):
                 continue
             if budget is not None and calls >= budget:
-                return items, calls
+                return items, calls, False
             calls += 1
             if fails(subset):
                 items = subset
@@ -162,8 +163,10 @@ def ddmin(items, fails, budget=None):
             if n >= len(items):
                 break
             n = min(len(items), n * 2)
-    if len(items) == 1 and (budget is None or calls < budget):
+    if len(items) == 1:
+        if budget is not None and calls >= budget:
+            return items, calls, False
         calls += 1
         if fails([]):
             items = []
-    return items, calls
+    return items, calls, True

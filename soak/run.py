@@ -701,11 +701,16 @@ def shrink(runner, args, series, records, first):
         result = any(r["invariants"][name] is False for r in found)
         say("shrink: %d faults %s -> %s" % (len(subset), subset, "fails" if result else "passes"))
         return result
-    smallest, calls = plan.ddmin(ids, fails, budget=args.shrink_budget)
+    smallest, calls, minimal = plan.ddmin(ids, fails, budget=args.shrink_budget)
     trial_args.keep = smallest
     command = replay_command(trial_args, smallest)
-    say("shrink: smallest failing series found (%d re-runs): faults %s; replay: %s" % (calls, smallest, command))
-    return {"invariant": name, "step": step, "faults": smallest, "reruns": calls, "replay": command}
+    if minimal:
+        say("shrink: smallest failing series found (%d re-runs): faults %s; replay: %s" % (calls, smallest, command))
+    else:
+        say("shrink: the budget of %d re-runs ran out before the series was shown smallest; failing with faults "
+            "%s; replay: %s (a larger --shrink-budget goes on)" % (calls, smallest, command))
+    return {"invariant": name, "step": step, "faults": smallest, "reruns": calls, "minimal": minimal,
+            "replay": command}
 
 
 if __name__ == "__main__":

@@ -81,10 +81,20 @@ def test_ddmin_finds_the_one_minimal_failing_subset():
     def fails(subset):
         calls.append(subset)
         return {"3", "7"} <= set(subset)
-    found, count = plan.ddmin([str(i) for i in range(10)], fails)
-    assert sorted(found) == ["3", "7"] and count == len(calls)
-    found, count = plan.ddmin([str(i) for i in range(10)], fails, budget=2)
-    assert count == 2 and {"3", "7"} <= set(found)
+    found, count, minimal = plan.ddmin([str(i) for i in range(10)], fails)
+    assert sorted(found) == ["3", "7"] and count == len(calls) and minimal is True
+    found, count, minimal = plan.ddmin([str(i) for i in range(10)], fails, budget=2)
+    assert count == 2 and {"3", "7"} <= set(found) and minimal is False
+
+
+def test_ddmin_says_when_its_budget_ran_out_before_a_minimal_subset():
+    # The soak's own shrink on the bed: faults 1.0 and 5.0 fail together, 2.0 is noise. Four re-runs
+    # try the three singletons and one complement: not enough to drop 2.0.
+    def fails(subset):
+        return {"1.0", "5.0"} <= set(subset)
+    assert plan.ddmin(["1.0", "2.0", "5.0"], fails, budget=4) == (["1.0", "2.0", "5.0"], 4, False)
+    found, count, minimal = plan.ddmin(["1.0", "2.0", "5.0"], fails)
+    assert sorted(found) == ["1.0", "5.0"] and minimal is True
 
 
 # ---------------------------------------------------------------- 1 and 2
