@@ -110,6 +110,27 @@ def say(text):
     print("[soak] " + text, flush=True)
 
 
+def descendants(pid):
+    """Process ids of every descendant of ``pid`` now (from /proc), deepest last."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                # pid (comm) state ppid ...: comm may hold spaces and parentheses.
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(0), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
 class Soak:
     def __init__(self, runner, bed, args, series, out):
         self.runner, self.bed, self.args, self.series, self.out = runner, bed, args, series, out
@@ -288,7 +309,13 @@ class Soak:
 
             def kill():
                 run["killed"] = True
+                # ansible-playbook's workers run in sessions of their own: the group's SIGKILL misses
+                # them, and they would go on (a module in flight) and then linger. A cancelled job's
+                # whole process tree ends at once.
+                tree = descendants(process.pid)
                 bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL)
+                for pid in tree:
+                    bench.with_suppressed(os.kill, pid, signal.SIGKILL)
             timers.append(threading.Timer(kill_after, kill))
             timers[-1].start()
         self.finish_run(run, timers)

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import invariants as inv  # noqa: E402
 import plan  # noqa: E402
+import run as soak_run  # noqa: E402
 
 TOPOLOGY = {"rack1": ["rack1-tray01", "rack1-tray02"], "rack2": ["rack2-tray01", "rack2-tray02"]}
 ADDRESSES = {"rack1-tray01": "198.18.1.11", "rack1-tray02": "198.18.1.12",
@@ -255,3 +258,24 @@ def test_run_bound_grows_with_domains_and_timeouts_and_flags_slow_runs():
     runs = [{"name": "a", "seconds": 100, "bound_s": 300}, {"name": "k", "seconds": 900, "bound_s": 300, "killed": True}]
     assert inv.run_bounds(runs)[0] is True
     assert inv.run_bounds(runs + [{"name": "b", "seconds": 301, "bound_s": 300}]) == (False, "b took 301 s > 300 s")
+
+
+def test_descendants_finds_the_whole_tree_of_a_process_also_in_sessions_of_their_own():
+    # A parent whose child starts a session of its own, as ansible-playbook's workers do.
+    parent = subprocess.Popen([sys.executable, "-c",
+                               "import subprocess, sys, time\n"
+                               "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(30)'])\n"
+                               "time.sleep(30)"])
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not soak_run.descendants(parent.pid):
+            time.sleep(0.05)
+        found = soak_run.descendants(parent.pid)
+        assert len(found) == 1
+        with open("/proc/%d/stat" % found[0]) as handle:
+            assert int(handle.read().rsplit(")", 1)[1].split()[1]) == parent.pid
+    finally:
+        for pid in soak_run.descendants(parent.pid):
+            os.kill(pid, 9)
+        parent.kill()
+        parent.wait()
