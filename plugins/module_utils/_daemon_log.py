@@ -22,16 +22,22 @@ DEFAULT_LOG_FILE = "/var/log/nvidia-imex.log"
 TAIL_READ_BYTES = 64 * 1024
 
 
-def log_file_of(config_text):
-    """The log file the daemon writes to per its config text, or '' for stderr (the journal)."""
+def config_value(config_text, wanted):
+    """The value of key ``wanted`` in a config.cfg text (its last line wins, as in the daemon), or None."""
     found = None
     for line in (config_text or "").splitlines():
         stripped = line.strip()
         if stripped.startswith("#") or "=" not in stripped:
             continue
         key, value = stripped.split("=", 1)
-        if key.strip() == "LOG_FILE_NAME":
+        if key.strip() == wanted:
             found = value.strip()
+    return found
+
+
+def log_file_of(config_text):
+    """The log file the daemon writes to per its config text, or '' for stderr (the journal)."""
+    found = config_value(config_text, "LOG_FILE_NAME")
     return DEFAULT_LOG_FILE if found is None else found
 
 

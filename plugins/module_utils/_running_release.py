@@ -23,7 +23,7 @@ import os
 import re
 import time
 
-from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import open_log
+from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import config_value, open_log
 
 # The kernel's mark on /proc/<pid>/exe when the file the process runs was removed or replaced.
 DELETED_MARK = ' (deleted)'
@@ -77,14 +77,7 @@ def is_daemon_binary(link):
 
 def log_level(config_text):
     """LOG_LEVEL of a config.cfg text as a number; the vendor default 4 when absent or not a number."""
-    found = None
-    for line in (config_text or '').splitlines():
-        stripped = line.strip()
-        if stripped.startswith('#') or '=' not in stripped:
-            continue
-        key, value = stripped.split('=', 1)
-        if key.strip() == 'LOG_LEVEL':
-            found = value.strip()
+    found = config_value(config_text, 'LOG_LEVEL')
     return int(found) if found is not None and found.isdigit() else 4
 
 
