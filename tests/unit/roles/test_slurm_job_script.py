@@ -137,13 +137,36 @@ class FakeTray(object):
                 for call in self.calls]
 
 
-def environ(context="prolog_slurmd", node="a01", nodelist="a[01-04]", oversubscribe="NO", job="4242"):
+def environ(context="prolog_slurmd", node="a01", nodelist="a[01-04]", oversubscribe="NO", job="4242", exclusive=None):
     found = {"SLURM_SCRIPT_CONTEXT": context, "SLURMD_NODENAME": node, "SLURM_JOB_ID": job}
     if nodelist is not None:
         found["SLURM_JOB_NODELIST"] = nodelist
     if oversubscribe is not None:
         found["SLURM_JOB_OVERSUBSCRIBE"] = oversubscribe
+    if exclusive is not None:
+        found["SLURM_JOB_EXCLUSIVE"] = exclusive
     return found
+
+
+# What slurmd puts in the prolog's and epilog's environment for each kind of job, by generation:
+# (SLURM_JOB_EXCLUSIVE, SLURM_JOB_OVERSUBSCRIBE). Through 25.11 only the second is set, from the job's
+# share value; from 26.05 the first carries exclusivity and the second only whether the job may
+# oversubscribe (NO for every job that did not ask for it).
+SLURMD_ENVIRONMENT = {
+    "24.11.5": {"ordinary": (None, "OK"), "--oversubscribe": (None, "YES"), "--exclusive": (None, "NO"),
+                "--exclusive=user": (None, "USER"), "--exclusive=mcs": (None, "MCS"),
+                "--exclusive=topo": (None, "TOPO")},
+    "26.05.5": {"ordinary": ("NO", "NO"), "--oversubscribe": ("NO", "YES"), "--exclusive": ("NODE", "NO"),
+                "--exclusive=user": ("USER", "NO"), "--exclusive=mcs": ("MCS", "NO"),
+                "--exclusive=topo": ("TOPO", "NO")},
+}
+ALONE = ("--exclusive", "--exclusive=topo")
+JOB_KINDS = [(version, kind) for version in sorted(SLURMD_ENVIRONMENT) for kind in sorted(SLURMD_ENVIRONMENT[version])]
+
+
+def slurmd_environ(version, kind, **others):
+    exclusive, oversubscribe = SLURMD_ENVIRONMENT[version][kind]
+    return environ(exclusive=exclusive, oversubscribe=oversubscribe, **others)
 
 
 def node_list(the_map):
@@ -174,15 +197,76 @@ def test_an_exclusive_job_gets_its_nodes_of_the_domain_in_the_maps_order(tmp_pat
     assert not [line for line in tray.logs if line.startswith("ERR")]
 
 
-@pytest.mark.parametrize("value", ["OK", "YES", "USER", "MCS", None])
-def test_a_job_that_shares_its_nodes_gets_no_domain_and_nothing_is_touched(tmp_path, value):
-    map_path, the_map = write_map(tmp_path)
+@pytest.mark.parametrize("version, kind", JOB_KINDS)
+@pytest.mark.parametrize("phase", ["prolog_slurmd", "epilog_slurmd"])
+def test_only_a_job_that_holds_its_nodes_alone_touches_the_daemon_by_its_slurm_generation(tmp_path, version, kind,
+                                                                                          phase):
+    map_path, the_map = write_map(tmp_path, slurm_version=version)
+    tray = FakeTray(hostnames={"a[01-04]": ["a01", "a02", "a03", "a04"]}, daemon_active=True)
+    assert run_main(tray, map_path, slurmd_environ(version, kind, context=phase)) == 0
+    if kind in ALONE:
+        assert tray.verbs()[:1 if phase == "epilog_slurmd" else 2] == (
+            ["stop"] if phase == "epilog_slurmd" else ["scontrol a[01-04]", "stop"])
+    else:
+        # Other jobs on the tray may use the daemon: no stop, no start, no list written.
+        assert tray.calls == []
+        assert tray.active
+        assert not os.path.exists(the_map["nodes_config_path"])
+        exclusive, oversubscribe = SLURMD_ENVIRONMENT[version][kind]
+        said = [line for line in tray.logs if "SLURM_JOB_EXCLUSIVE=%s, SLURM_JOB_OVERSUBSCRIBE=%s" % (
+            exclusive or "unset", oversubscribe) in line]
+        assert len(said) == 1 and ("Slurm %s" % version) in said[0]
+        assert ("from Slurm 26.05" if version.startswith("26") else "before Slurm 26.05") in said[0]
+
+
+def test_an_ordinary_26_05_job_is_shared_although_slurmd_says_it_does_not_oversubscribe(tmp_path):
+    # The 24.11 rule read on 26.05 would take SLURM_JOB_OVERSUBSCRIBE=NO for exclusive and restart the
+    # daemon under every other job of the tray.
+    map_path, _the_map = write_map(tmp_path, slurm_version="26.05.5")
     tray = FakeTray(daemon_active=True)
-    assert run_main(tray, map_path, environ(oversubscribe=value)) == 0
+    assert run_main(tray, map_path, environ(exclusive="NO", oversubscribe="NO")) == 0
     assert tray.calls == []
-    assert not os.path.exists(the_map["nodes_config_path"])
-    assert any("does not hold its nodes exclusively (SLURM_JOB_OVERSUBSCRIBE=%s" % (value or "unset") in line
-               for line in tray.logs)
+    assert any("does not hold its nodes alone" in line for line in tray.logs)
+
+
+@pytest.mark.parametrize("phase", ["prolog_slurmd", "epilog_slurmd"])
+def test_a_26_05_tray_whose_slurmd_leaves_out_slurm_job_exclusive_touches_nothing(tmp_path, phase):
+    map_path, _the_map = write_map(tmp_path, slurm_version="26.05.5")
+    tray = FakeTray(daemon_active=True)
+    assert run_main(tray, map_path, environ(context=phase, oversubscribe="NO")) == 0
+    assert tray.calls == []
+    assert any("slurmd did not set SLURM_JOB_EXCLUSIVE (SLURM_JOB_EXCLUSIVE=unset, SLURM_JOB_OVERSUBSCRIBE=NO; "
+               "Slurm 26.05.5)" in line for line in tray.logs)
+
+
+def test_slurm_job_exclusive_takes_the_26_05_rule_even_when_the_map_names_an_older_slurm(tmp_path):
+    # slurmd upgraded after the map was written: the variable only 26.05 sets decides.
+    map_path, _the_map = write_map(tmp_path, slurm_version="24.11.5")
+    tray = FakeTray(daemon_active=True)
+    assert run_main(tray, map_path, environ(exclusive="USER", oversubscribe="NO")) == 0
+    assert tray.calls == []
+    assert any("from Slurm 26.05" in line for line in tray.logs)
+
+
+@pytest.mark.parametrize("version", [None, "", "unknown"])
+def test_a_map_without_a_release_decides_by_the_variables_slurmd_sets(tmp_path, version):
+    map_path, the_map = write_map(tmp_path, slurm_version=version)
+    tray = FakeTray(hostnames={"a[01-04]": ["a01", "a02", "a03", "a04"]}, daemon_active=True)
+    # 26.05's shared job: SLURM_JOB_EXCLUSIVE is there and says NO.
+    assert run_main(tray, map_path, environ(exclusive="NO", oversubscribe="NO")) == 0
+    assert tray.calls == []
+    # 24.11's exclusive job: no SLURM_JOB_EXCLUSIVE, SLURM_JOB_OVERSUBSCRIBE=NO.
+    assert run_main(tray, map_path, environ(oversubscribe="NO")) == 0
+    assert "start" in tray.verbs()
+    assert any("Slurm release unknown to the map" in line for line in tray.logs)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("24.11.5", (24, 11)), ("26.05.5", (26, 5)), ("25.11.0-0rc1", (25, 11)), ("25.05", (25, 5)),
+    (None, None), ("", None), ("slurm 24.11.5", None), ("x.y", None),
+])
+def test_the_release_of_a_map_is_read_as_major_and_minor(text, expected):
+    assert job_script.release_of(text) == expected
 
 
 def test_exclusive_topology_segment_counts_as_exclusive(tmp_path):
@@ -361,18 +445,14 @@ def test_the_epilog_fails_when_the_daemon_survives(tmp_path):
     assert node_list(the_map) == ""
 
 
-def test_the_epilog_of_a_job_that_shared_its_nodes_leaves_the_daemon_alone(tmp_path):
-    map_path, _the_map = write_map(tmp_path)
-    tray = FakeTray(daemon_active=True)
-    assert run_main(tray, map_path, environ(context="epilog_slurmd", oversubscribe="OK")) == 0
-    assert tray.calls == []
-
-
-def test_the_epilog_without_the_oversubscribe_variable_stops_the_daemon(tmp_path):
+def test_the_epilog_without_either_variable_leaves_the_daemon_alone(tmp_path):
+    # Earlier releases stopped the daemon here; a shared job's epilog must never stop a daemon it did not start.
     map_path, _the_map = write_map(tmp_path)
     tray = FakeTray(daemon_active=True)
     assert run_main(tray, map_path, environ(context="epilog_slurmd", oversubscribe=None)) == 0
-    assert tray.verbs() == ["stop"]
+    assert tray.calls == []
+    assert tray.active
+    assert any("slurmd did not set SLURM_JOB_OVERSUBSCRIBE" in line for line in tray.logs)
 
 
 # --- which phase -----------------------------------------------------------------------------------
