@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import whole_number
+
 # Shown when more trays share one error: enough to find them, short enough to read.
 MAX_TRAYS_NAMED = 6
 
@@ -44,7 +46,17 @@ def argument_problems(options, values_by_tray):
         defined = {name: value for name, value in values.items() if name in options}
         if not defined:
             continue
-        for message in validator.validate(defined).error_messages:
+        messages = []
+        # Whole numbers as the plan converts them (Ansible's own check takes '５' and '٥' for 5).
+        for name, value in sorted(defined.items()):
+            if options[name].get("type") == "int" and value is not None:
+                try:
+                    defined[name] = whole_number(value)
+                except ValueError:
+                    del defined[name]
+                    messages.append("%s = %r is not a whole number" % (name, value))
+        messages.extend(validator.validate(defined).error_messages)
+        for message in messages:
             trays_of.setdefault(message, []).append(tray)
     return ["%s (%s %s)" % (message, "tray" if len(trays) == 1 else "trays", _trays_text(trays))
             for message, trays in trays_of.items()]

@@ -4,7 +4,7 @@
 """The IMEX channels a mode wants on a tray, and which of them need the channel module."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES, whole_number
 
 
 def channel_entries(mode, channel0, extra):
@@ -18,7 +18,8 @@ def channel_entries(mode, channel0, extra):
     owned = mode in OWN_CHANNEL_MODES
     entries = [{"channel": 0, "state": "present" if owned and channel0 else "absent"}]
     if owned:
-        entries.extend(dict(entry) for entry in extra)
+        # The number as the options' check took it: "5" and 5.0 (an AWX float) are channel 5.
+        entries.extend(dict(entry, channel=whole_number(entry["channel"])) for entry in extra)
     for entry in entries:
         entry.update(persistent=True, immediate=owned)
     return entries

@@ -55,7 +55,7 @@ HOSTNAME_MIN_DRIVER_TEXT = "570.158.01"
 
 FAMILY_MIXED = "mixed"
 
-_DRIVER_VERSION_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:[-+~].*)?$")
+_DRIVER_VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:[-+~][A-Za-z0-9.+~_-]*)?")
 _DIGITS_RE = re.compile(r"(\d+)")
 
 
@@ -84,7 +84,7 @@ def natural_key(name):
 
 def parse_driver_version(value):
     """'570.158.01' -> (570, 158, 1); also accepts package suffixes such as '580.95.09-0ubuntu1'."""
-    match = _DRIVER_VERSION_RE.match(str(value).strip()) if isinstance(value, str) else None
+    match = _DRIVER_VERSION_RE.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ValueError(
             "driver_version %r is not a driver release such as %s" % (value, HOSTNAME_MIN_DRIVER_TEXT)

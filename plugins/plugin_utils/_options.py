@@ -11,17 +11,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
 
-# Characters that would split or disguise a line of a tray file: C0 controls, DEL, the C1 controls
-# (NEL, U+0085, ends a line for Python's splitlines), and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-# A systemd unit name: systemctl takes it as one argument, and nothing but a unit.
-_UNIT = re.compile(r"^[A-Za-z0-9_.:@\\-]{1,250}$")
+# Every pattern here is matched whole (fullmatch: '$' would accept a trailing newline) and over ASCII
+# alone ([0-9], never \d or str.isdigit, which take '²', '٥' and '５').
+# A systemd unit name: systemctl takes it as one argument, and nothing but a unit. No backslash: a
+# '\x2d' escape names another unit than the one shown.
+_UNIT = re.compile(r"[A-Za-z0-9_.:@-]{1,250}")
+_DIGITS = re.compile(r"[0-9]+")
+# A whole number as YAML, -e or an AWX survey give it: 30, " 30 ", and a float survey's 30.0.
+_WHOLE_NUMBER = re.compile(r" *[+-]?[0-9]+(?:\.0*)? *")
+# A Slurm node name as slurm.conf's NodeName and scontrol take it: one word, not an option.
+_SLURM_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+# An NVIDIA driver release, with the suffix of a distribution package: 580.95.05, 580.95.09-0ubuntu1.
+_DRIVER_VERSION = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?(?:[-+~][A-Za-z0-9.+~_-]*)?")
 # The largest uid or gid a tray can hold (2^32 - 2; 2^32 - 1 is the "no id" value).
 MAX_ID = 4294967294
 # Directories the collection never writes into directly, nor makes 0700: a tray path must lie in a
@@ -30,11 +38,11 @@ SYSTEM_DIRS = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", 
                "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
                "/usr/lib", "/usr/local", "/usr/local/bin", "/usr/sbin", "/usr/share", "/var", "/var/lib",
                "/var/log", "/var/tmp", "/var/run")
-_USER_OR_GROUP = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})$")
-_MODE = re.compile(r"^0?[0-7]{3}$")
-_TARGET_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.:_-]{0,252})$")
+_USER_OR_GROUP = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?|[0-9]{1,10})")
+_MODE = re.compile(r"0?[0-7]{3}")
+_TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}")
 # A report is written as <domain>.json: the domain group name must be a plain file name.
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # The modes in which this collection owns the channels.
 OWN_CHANNEL_MODES = ("static", "dra_host_managed")
 _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
@@ -62,10 +70,40 @@ def _shown(value):
     return repr(value)
 
 
+def hostile_character(text):
+    """The first character of ``text`` that would split or disguise a line of a tray file or a log:
+    controls (C0, DEL, C1 such as NEL), format characters (zero-width, bidi overrides) and every
+    Unicode separator but the ASCII space (line, paragraph, no-break and wide spaces); else None."""
+    for character in text:
+        category = unicodedata.category(character)
+        if category in ("Cc", "Cf", "Zl", "Zp") or (category == "Zs" and character != " "):
+            return character
+    return None
+
+
 def _control_problem(option, value):
-    if isinstance(value, str) and _CONTROL.search(value):
+    if isinstance(value, str) and hostile_character(value) is not None:
         return "%s: value %s contains a control character or line separator" % (option, _shown(value))
     return None
+
+
+def whole_number(value):
+    """An int from a whole number as YAML, -e or an AWX survey give it (5, "5", 30.0, "30.0"); ValueError
+    for anything else: 30.5, "5\\n", "²", "٥", "５", a boolean."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value):
+        return int(value.strip(" ").split(".")[0])
+    raise ValueError(value)
+
+
+def is_blank(value):
+    """A dict or list option given as a blank string (-e 'imex_settings=', an empty survey field): empty."""
+    return isinstance(value, str) and not value.strip()
 
 
 def _flag(value):
@@ -135,20 +173,23 @@ def channel_problems(channels, imex_mode):
                             % (label, "Slurm" if imex_mode in ("slurm", "slurm_per_job") else "the DRA driver",
                                imex_mode))
             continue
-        number = str(entry.get("channel", "")).strip()
-        if not number.isdigit() or not 1 <= int(number) <= MAX_CHANNEL:
+        try:
+            number = whole_number(entry.get("channel"))
+        except ValueError:
+            number = None
+        if number is None or not 1 <= number <= MAX_CHANNEL:
             problems.append("%s: channel must be a whole number from 1 to %d (channel0 is imex_channel0; the "
                             "driver's own limit, 2048 by default, is checked on each tray)" % (label, MAX_CHANNEL))
         for key in ("owner", "group"):
             value = entry.get(key)
-            if value is not None and not _USER_OR_GROUP.match(str(value)):
+            if value is not None and not _USER_OR_GROUP.fullmatch(str(value)):
                 problems.append("%s: %s %s is not a user or group name, nor a numeric id" % (label, key, _shown(value)))
-            elif value is not None and str(value).isdigit() and int(str(value)) > MAX_ID:
+            elif value is not None and _DIGITS.fullmatch(str(value)) and int(str(value)) > MAX_ID:
                 problems.append("%s: %s %s is beyond the largest id a tray can hold (%d)" % (
                     label, key, _shown(value), MAX_ID))
         node_mode = entry.get("mode")
         # An unquoted 0660 is the YAML integer 432: only a quoted string says what was meant.
-        if node_mode is not None and not (isinstance(node_mode, str) and _MODE.match(node_mode)):
+        if node_mode is not None and not (isinstance(node_mode, str) and _MODE.fullmatch(node_mode)):
             problems.append("%s: mode %s is not an octal mode string such as \"0660\" (quote it in YAML)"
                             % (label, _shown(node_mode)))
         elif node_mode is not None and int(node_mode, 8) & 0o002:
@@ -157,8 +198,8 @@ def channel_problems(channels, imex_mode):
         state = entry.get("state", "present")
         if state not in ("present", "absent"):
             problems.append("%s: state %s is not present or absent" % (label, _shown(state)))
-        # 5 and "05" are one channel.
-        channel = str(int(number)) if number.isdigit() else number
+        # 5, "05" and 5.0 are one channel.
+        channel = number if number is not None else repr(entry.get("channel"))
         if channel in seen:
             problems.append("%s repeats imex_channels[%d]: each channel is listed once" % (label, seen[channel]))
         else:
@@ -170,7 +211,7 @@ def model_problems(model, cmd_bind_own_address):
     """Domain names that cannot be report files; a command service bound to a host name."""
     problems = []
     for name in sorted(model["domains"]):
-        if not _FILE_NAME.match(name) or name in (".", ".."):
+        if not _FILE_NAME.fullmatch(name) or name in (".", ".."):
             problems.append("domain group %s: the name cannot be a report file name (%s.json); use letters, digits, "
                             "'_', '-' and '.'" % (_shown(name), name))
         named = [node["host"] for node in model["domains"][name]["nodes"]
@@ -277,6 +318,29 @@ def domain_variance_problems(model, trays, values):
     return problems
 
 
+def is_unit_name(value):
+    """One systemd unit, named as systemctl shows it."""
+    text = value if isinstance(value, str) else ""
+    return bool(_UNIT.fullmatch(text)) and ".." not in text and not text.startswith((".", "-"))
+
+
+# Options whose whole value is matched by a rule of their own, which says what they take.
+NAME_OPTIONS = ("imex_service", "imex_tls_target_override", "imex_slurm_node_name", "imex_driver_version",
+                "imex_slurm_probe_partition")
+
+
+def string_problems(options):
+    """Every other string option (but the TLS options, which take PEM text) free of the characters
+    that split or disguise a line."""
+    problems = []
+    for option, value in sorted(options.items()):
+        if option not in TLS_FILE_OPTIONS + PATH_OPTIONS + NAME_OPTIONS:
+            problem = _control_problem(option, value)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
 def option_problems(options, model, is_file=os.path.isfile):
     """Every problem of the role's options (already type-checked by the argument spec)."""
     problems = []
@@ -287,14 +351,22 @@ def option_problems(options, model, is_file=os.path.isfile):
         problem = _control_problem(option, options.get(option)) or path_problem(option, options.get(option))
         if problem:
             problems.append(problem)
+    problems.extend(string_problems(options))
     service = options.get("imex_service")
-    if service is not None and (not _UNIT.match(str(service)) or str(service).startswith("-")):
+    if service is not None and not is_unit_name(service):
         problems.append("imex_service = %s is not a systemd unit name (letters, digits and ':_.@-', one unit)"
                         % _shown(service))
     override = options.get("imex_tls_target_override") or ""
-    if override and not _TARGET_NAME.match(override):
+    if override and not _TARGET_NAME.fullmatch(str(override)):
         problems.append("imex_tls_target_override = %s is not a host name or address (letters, digits, '.', "
                         "'-', ':', '_')" % _shown(override))
+    node_name = options.get("imex_slurm_node_name") or ""
+    if node_name and not _SLURM_NODE_NAME.fullmatch(str(node_name)):
+        problems.append("imex_slurm_node_name = %s is not a Slurm node name (letters, digits, '_', '.', '-', not "
+                        "starting with '-' or '.')" % _shown(node_name))
+    driver = options.get("imex_driver_version") or ""
+    if driver and not _DRIVER_VERSION.fullmatch(str(driver)):
+        problems.append("imex_driver_version = %s is not a driver release such as 580.95.05" % _shown(driver))
     problems.extend(settings_problems(dict(options.get("imex_settings") or {}), bool(options.get("imex_tls"))))
     problems.extend(channel_problems(list(options.get("imex_channels") or []), options.get("imex_mode", "static")))
     problems.extend(model_problems(model, bool(options.get("imex_cmd_bind_own_address"))))

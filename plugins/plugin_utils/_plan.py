@@ -42,6 +42,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     option_problems,
     path_problem,
     tls_file_problems,
+    whole_number,
 )
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import (
@@ -144,9 +145,7 @@ def convert_option(name, value):
         if kind == "bool":
             return boolean(value, strict=True), None
         if kind == "int":
-            if isinstance(value, bool):
-                raise ValueError(value)
-            return int(str(value).strip()), None
+            return whole_number(value), None
         if kind == "str":
             return str(value), None
         if kind in ("dict", "list"):
@@ -217,7 +216,7 @@ def tls_reload_mark(options):
 
 
 # A Slurm partition name: one word, as srun --partition takes it.
-_PARTITION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+_PARTITION = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
 
 def per_job_option_problems(options):
@@ -232,7 +231,7 @@ def per_job_option_problems(options):
                         "installed under one name, so they need two directories (Prolog=.../prolog.d/*, "
                         "Epilog=.../epilog.d/*)" % options["imex_slurm_prolog_dir"])
     partition = options.get("imex_slurm_probe_partition") or ""
-    if partition and not _PARTITION.match(partition):
+    if partition and not _PARTITION.fullmatch(partition):
         problems.append("imex_slurm_probe_partition = %r is not a Slurm partition name (letters, digits, '_', '.', "
                         "'-')" % partition)
     return problems

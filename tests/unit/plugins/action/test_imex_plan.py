@@ -692,8 +692,7 @@ def test_the_arguments_stage_checks_the_trays_values_before_the_role_starts():
     assert problems[1:] == [
         "value of imex_mode must be one of: static, slurm, slurm_per_job, dra, dra_host_managed, got: bogus "
         "(tray %s)" % first,
-        "argument 'imex_lock_wait_s' is of type str and we were unable to convert to int: \"'soon'\" cannot "
-        "be converted to an int (tray %s)" % second]
+        "imex_lock_wait_s = 'soon' is not a whole number (tray %s)" % second]
     unknown = run({"stage": "arguments", "entry_point": "nope"}, clean)
     assert unknown["failed"] is True and "no argument spec entry point 'nope'" in unknown["msg"], unknown
 

@@ -50,3 +50,24 @@ def test_variables_that_are_not_options_are_not_judged(main_options):
 def test_an_unknown_entry_point_is_named():
     with pytest.raises(ValueError, match="no argument spec entry point 'nope' .*main"):
         entry_point_options({"argument_specs": {"main": {"options": {}}}}, "nope")
+
+
+@pytest.mark.parametrize("value", ["30.5", 30.5, "5\n", "²", "٥", "５"])
+def test_a_whole_number_option_refuses_fractions_and_digits_other_than_ascii(main_options, value):
+    assert argument_problems(main_options, {"t1": {"imex_lock_wait_s": value}}) == [
+        "imex_lock_wait_s = %r is not a whole number (tray t1)" % (value,)]
+
+
+@pytest.mark.parametrize("value", ["30", "30.0", 30.0, 30])
+def test_a_whole_number_given_as_an_awx_float_or_text_passes(main_options, value):
+    assert argument_problems(main_options, {"t1": {"imex_lock_wait_s": value}}) == []
+
+
+@pytest.mark.parametrize("entry_point", ["main", "validate"])
+def test_a_blank_string_passes_for_every_dict_and_list_option(entry_point):
+    with open(SPEC_FILE, encoding="utf-8") as handle:
+        options = entry_point_options(yaml.safe_load(handle), entry_point)
+    collections = [name for name, spec in options.items()
+                   if spec.get("type") in ("dict", "list") or isinstance(spec.get("default"), (dict, list))]
+    assert collections
+    assert argument_problems(options, {"t1": {name: "" for name in collections}}) == []

@@ -26,3 +26,8 @@ def test_only_channels_the_read_shows_changing_or_failing_are_ensured():
     # Channel 7 is not in the read: ensured, to be safe.
     assert [entry["channel"] for entry in channels_to_ensure(entries, observed)] == [5, 6, 7]
     assert channels_to_ensure(entries, {}) == entries
+
+
+def test_a_channel_given_as_text_or_an_awx_float_reaches_the_tray_as_its_number():
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries as entries_of
+    assert [entry["channel"] for entry in entries_of("static", True, [{"channel": "5"}, {"channel": 6.0}])] == [0, 5, 6]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     channel_problems,
     domain_variance_problems,
@@ -210,3 +211,109 @@ def test_a_bind_address_for_every_tray_of_a_domain_is_refused():
     assert problems == ["imex_settings.BIND_INTERFACE_IP = '10.0.0.1': one value for every tray of a domain gives "
                         "them all one address, and every daemon but one would fail to start; each daemon finds its "
                         "own address in the node list, so leave it out"]
+
+
+# Hostile values as -e and an AWX survey send them (strings), each refused naming its option.
+NO_DOMAINS = {"domains": {}, "host_domain": {}}
+
+
+@pytest.mark.parametrize("channel", ["²", "5\n", "٥", "５", "-5", "5.5", True, None])
+def test_a_channel_number_of_anything_but_ascii_digits_is_refused_naming_the_option(channel):
+    problems = channel_problems([{"channel": channel}], "static")
+    assert problems == ["imex_channels[0] (channel %s): channel must be a whole number from 1 to %d (channel0 is "
+                        "imex_channel0; the driver's own limit, 2048 by default, is checked on each tray)"
+                        % (channel, MAX_CHANNEL)]
+
+
+def test_a_channel_given_as_text_or_an_awx_float_is_one_channel():
+    assert channel_problems([{"channel": "5"}, {"channel": 5.0}], "static") == [
+        "imex_channels[1] (channel 5.0) repeats imex_channels[0]: each channel is listed once"]
+
+
+@pytest.mark.parametrize("owner", ["alice\n", "٥", "1000\n", "alice\u2028", "bob\u00a0"])
+def test_channel_owners_and_groups_are_matched_whole(owner):
+    for key in ("owner", "group"):
+        problems = channel_problems([{"channel": 5, key: owner}], "static")
+        assert problems == ["imex_channels[0] (channel 5): %s %r is not a user or group name, nor a numeric id"
+                            % (key, owner)]
+
+
+@pytest.mark.parametrize("mode", ["0660\n", "０660"])
+def test_a_channel_mode_is_matched_whole(mode):
+    assert channel_problems([{"channel": 5, "mode": mode}], "static")[0].startswith(
+        "imex_channels[0] (channel 5): mode %r is not an octal mode string" % mode)
+
+
+@pytest.mark.parametrize("service", ["..", "nvidia-imex\n", "nvidia\\x2dimex", ".nvidia-imex", "a..b", "nvidia\u200bimex"])
+def test_a_service_name_is_matched_whole_without_escapes_or_dot_dot(service):
+    assert option_problems({"imex_service": service}, NO_DOMAINS) == [
+        "imex_service = %r is not a systemd unit name (letters, digits and ':_.@-', one unit)" % service]
+
+
+@pytest.mark.parametrize("name", ["-n", "node\n", "node x", "node\u2029", ".node", "nöde"])
+def test_a_slurm_node_name_is_one_word_matched_whole(name):
+    assert option_problems({"imex_slurm_node_name": name}, NO_DOMAINS) == [
+        "imex_slurm_node_name = %r is not a Slurm node name (letters, digits, '_', '.', '-', not starting with '-' "
+        "or '.')" % name]
+
+
+@pytest.mark.parametrize("version", ["580.95.05\n", "５80.95.05", "580.95.05-x\ny", "580", "580.95.05 "])
+def test_a_driver_version_is_matched_whole(version):
+    assert option_problems({"imex_driver_version": version}, NO_DOMAINS) == [
+        "imex_driver_version = %r is not a driver release such as 580.95.05" % version]
+
+
+@pytest.mark.parametrize("version", ["580.95.05", "570.158.01", "580.95.09-0ubuntu1", "580.95"])
+def test_driver_releases_pass(version):
+    assert option_problems({"imex_driver_version": version}, NO_DOMAINS) == []
+
+
+@pytest.mark.parametrize("override", ["imex.rack1\n", "imex\u3000rack1"])
+def test_a_tls_target_override_is_matched_whole(override):
+    assert option_problems({"imex_tls_target_override": override}, NO_DOMAINS) == [
+        "imex_tls_target_override = %r is not a host name or address (letters, digits, '.', '-', ':', '_')"
+        % override]
+
+
+@pytest.mark.parametrize("value", ["rack\u0085", "rack\u200e", "rack\u00a0a", "rack\x1b[31m"])
+def test_every_other_string_option_is_free_of_control_and_separator_characters(value):
+    assert option_problems({"imex_domains_group": value}, NO_DOMAINS) == [
+        "imex_domains_group: value %r contains a control character or line separator" % value]
+
+
+def test_tls_options_may_hold_pem_text_with_its_newlines():
+    pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    assert option_problems({"imex_tls_ca": pem, "imex_tls_cert": pem}, NO_DOMAINS) == []
+
+
+def test_the_partition_of_the_probe_is_matched_whole():
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import per_job_option_problems
+    options = {"imex_slurm_prolog_dir": "/etc/slurm/prolog.d", "imex_slurm_epilog_dir": "/etc/slurm/epilog.d"}
+    for partition in ("batch\n", "-p", "bätch"):
+        assert per_job_option_problems(dict(options, imex_slurm_probe_partition=partition)) == [
+            "imex_slurm_probe_partition = %r is not a Slurm partition name (letters, digits, '_', '.', '-')"
+            % partition]
+    assert per_job_option_problems(dict(options, imex_slurm_probe_partition="batch")) == []
+
+
+@pytest.mark.parametrize(("given", "number"), [("30", 30), ("30.0", 30), (30.0, 30), ("30.", 30), (" 30 ", 30),
+                                               (30, 30), ("-1", -1)])
+def test_a_whole_number_is_taken_as_yaml_e_and_awx_give_it(given, number):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import convert_option
+    assert convert_option("imex_lock_wait_s", given) == (number, None)
+
+
+@pytest.mark.parametrize("given", ["30.5", 30.5, "5\n", "²", "٥", "５", "1e3", "0x10", "", True, "30,0"])
+def test_anything_else_where_a_whole_number_is_needed_is_refused_naming_the_option(given):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import convert_option
+    assert convert_option("imex_lock_wait_s", given) == (
+        given, "imex_lock_wait_s = %r is not a whole number" % given)
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\n"])
+def test_a_blank_string_is_empty_for_every_dict_and_list_option(blank):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import OPTION_TYPES, convert_option
+    collections = sorted(name for name, kind in OPTION_TYPES.items() if kind in ("dict", "list"))
+    assert collections == ["imex_channels", "imex_settings", "imex_trays_out_of_service"]
+    for name in collections:
+        assert convert_option(name, blank) == ({} if OPTION_TYPES[name] == "dict" else [], None), name
