@@ -377,7 +377,8 @@ def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False,
     ``stale_after``. A lock held by another owner is waited for up to ``wait`` seconds, polling every
     ``interval``; a lock older than :func:`effective_stale_after` of ``stale_after`` and the one its
     holder recorded (0: never) is taken over. With ``refresh_own``, the owner's own lock gets a new
-    since. Check mode waits and fails the same way but writes nothing.
+    since, and a lock that has gone is a failure, never taken again. Check mode waits and fails the
+    same way but writes nothing.
     """
     tray = hostname or socket.gethostname()
     if not check_mode or os.path.isdir(os.path.dirname(os.path.abspath(path))):
@@ -394,6 +395,13 @@ def acquire(path, owner, wait=0, interval=2, stale_after=3600, check_mode=False,
                             "that run is gone" % (path, tray, found.label(), utc_text(found.since),
                                                   round(found.since - now), MAX_SKEW),
                             owner=owner, took_over=False, waited=round(waited, 1), **_holder_details(found))
+        if found is None and refresh_own and not check_mode:
+            # The run took this lock before: gone, it was not held while the run worked (a reboot clears
+            # /run, or a hand removed it). A check run writes no lock, so there a missing one is expected.
+            raise LockError("%s on %s: this run's lock has gone (a reboot clears /run, or it was removed by hand), "
+                            "so another run may have worked on this domain meanwhile; this run stops here: run "
+                            "it again" % (path, tray),
+                            owner=owner, took_over=False, waited=round(waited, 1), **_holder_details(None))
         if found is None:
             record = new_record(owner, now, tray, stale_after)
             if check_mode:

@@ -83,7 +83,10 @@ options:
     description:
       - With O(state=present), when O(owner) already holds the lock, write a new C(since)
         (C(changed=true)). Without it, holding the lock already changes nothing.
-      - A lock that has vanished (a reboot clears C(/run)) is taken again, with a warning.
+      - The owner must hold the lock already: one that has gone (a reboot clears C(/run), or it was
+        removed by hand) fails naming the path and the tray, and is never taken again, since another
+        run may have worked on the domain meanwhile. In check mode, where the take wrote no lock, a
+        missing lock is what the take left.
     type: bool
     version_added: 0.2.0
     default: false
@@ -269,12 +272,6 @@ def main():
         details.update(exc.details)
         module.fail_json(msg=exc.message, **details)
 
-    if params["refresh"] and params["state"] == "present" and result["holder"] is None:
-        # Tolerated rather than fatal: a reboot of this tray during the run (a channel option that
-        # only a reboot applies) clears /run. Said, because a run could have worked here meanwhile.
-        module.warn("%s: this run's lock had vanished (a reboot clears /run, or it was removed by hand); %s "
-                    "again; another run may have worked on this domain meanwhile"
-                    % (params["path"], "would be taken" if module.check_mode else "taken"))
     if result["took_over"]:
         limit = effective_stale_after(params["stale_after"], result["holder_stale_after"])
         module.warn("%s: %s the abandoned lock of %s taken %s (older than stale_after=%d s%s); that run is "

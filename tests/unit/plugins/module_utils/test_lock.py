@@ -233,3 +233,12 @@ def test_concurrent_takeover_of_an_abandoned_lock_lets_exactly_one_run_in(path, 
     assert [detail for owner, verdict, detail in outcomes if verdict == "ok"] == [True]
     assert read_lock(path).owner == winners[0]
     assert all(detail == winners[0] for owner, verdict, detail in outcomes if verdict == "held"), outcomes
+
+
+def test_a_refresh_of_a_lock_that_has_gone_raises_naming_the_tray_and_creates_nothing(tmp_path):
+    path = str(tmp_path / "run.lock")
+    acquire(path, "run-1", hostname="tray")
+    os.unlink(path)
+    with pytest.raises(_lock.LockError, match=r"^%s on tray: this run's lock has gone" % path):
+        acquire(path, "run-1", hostname="tray", refresh_own=True)
+    assert not os.path.exists(path)

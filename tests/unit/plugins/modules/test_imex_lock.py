@@ -126,18 +126,21 @@ def test_refresh_fails_when_the_lock_was_taken_over(run, path, clock):
     assert result["msg"].startswith("rack tray is locked by %s" % OTHER)
 
 
-def test_refresh_of_a_vanished_lock_takes_it_again_and_says_so(run, path, clock):
+def test_a_lock_that_has_gone_fails_the_refresh_naming_the_tray_and_is_not_taken_again(run, path, clock):
     run(dict(path=str(path), owner=ME))
     path.unlink()  # a reboot of the tray cleared /run
     result = run(dict(path=str(path), owner=ME, refresh=True))
-    assert result["_exit_code"] == 0 and result["changed"] is True and result["holder"] is None
-    assert json.loads(path.read_text())["owner"] == ME
-    assert result["_warnings"] == [
-        "%s: this run's lock had vanished (a reboot clears /run, or it was removed by hand); taken again; another "
-        "run may have worked on this domain meanwhile" % path]
-    # Taking a free lock without refresh says nothing.
-    path.unlink()
-    assert run(dict(path=str(path), owner=ME))["_warnings"] == []
+    assert result["_exit_code"] == 1 and result["holder"] is None
+    assert result["msg"] == (
+        "%s on %s: this run's lock has gone (a reboot clears /run, or it was removed by hand), so another run may "
+        "have worked on this domain meanwhile; this run stops here: run it again" % (path, socket.gethostname()))
+    assert not path.exists()
+    # A check run's take writes no lock: its refresh finds none, as expected.
+    predicted = run(dict(path=str(path), owner=ME, refresh=True), check=True)
+    assert predicted["_exit_code"] == 0 and predicted["lock"]["owner"] == ME and not path.exists()
+    # Taking a free lock without refresh is a take, and says nothing.
+    taken = run(dict(path=str(path), owner=ME))
+    assert taken["_exit_code"] == 0 and taken["_warnings"] == []
 
 
 def test_a_lock_from_the_future_is_refused_naming_it(run, path, clock):
