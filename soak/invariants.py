@@ -9,6 +9,8 @@ CONFIG = "/etc/nvidia-imex/config.cfg"
 NODES = "/etc/nvidia-imex/nodes_config.cfg"
 TLS_DIR = "/etc/nvidia-imex/tls"
 LOCK = "/run/rackscale-imex/run.lock"
+MODPROBE = "/etc/modprobe.d/nvidia-imex.conf"
+CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 CONFIG_LINE = re.compile(r"^[A-Z][A-Z0-9_]*=[^\n#]*$")
 NODE_ENTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]*$")
 TEMP_NAME = re.compile(r"(^\..+\.(tmp|new)$)|ansible_tmp")
@@ -26,9 +28,26 @@ def _unread(probes):
     return sorted(tray for tray, probe in probes.items() if not probe)
 
 
+def unread_verdict(probes, excused, problems, checked):
+    """The verdict of an invariant over the trays read: a tray that could not be read is not
+    checked; one that no fault of the step explains (``excused``: the trays of the step's own
+    faults) fails, as a failure of the soak itself (its reads must work, whatever the network
+    does). ``checked``: whether anything was left to check."""
+    unread = _unread(probes)
+    unexplained = [tray for tray in unread if tray not in excused]
+    if unexplained:
+        return False, "; ".join(problems + ["the soak could not read %s, which no fault of this step touches: "
+                                            "a failure of the soak itself" % ", ".join(unexplained)])
+    if not checked:
+        return None, "not checked: %s could not be read (the step's own faults)" % ", ".join(unread)
+    return not problems, "; ".join(problems) or ("ok" + (" (not read, the step's own faults: %s)" % ", ".join(unread)
+                                                         if unread else ""))
+
+
 # 1 ------------------------------------------------------------------------------------------
-def files_whole(probes):
-    """Every managed file parses, no temporary file is left, owners and modes as designed."""
+def files_whole(probes, excused=()):
+    """Every managed file parses, no temporary file is left, owners and modes as designed. A tray
+    that could not be read is not checked; one no fault of the step explains fails (unread_verdict)."""
     problems = []
     for tray, probe in sorted(probes.items()):
         if not probe:
@@ -56,17 +75,16 @@ def files_whole(probes):
                 problems.append("%s: %s does not parse (%r)" % (tray, NODES, (bad or [text[-40:]])[0]))
         for leftover in probe.get("leftovers", []):
             problems.append("%s: temporary file left: %s" % (tray, leftover))
-    unread = _unread(probes)
-    if len(unread) == len(probes):
-        return None, "no tray could be read"
-    return not problems, "; ".join(problems) or ("ok" + (" (not read: %s)" % ", ".join(unread) if unread else ""))
+    return unread_verdict(probes, excused, problems, checked=len(_unread(probes)) < len(probes))
 
 
 # 2 ------------------------------------------------------------------------------------------
-def node_lists(probes, topology, addresses, edited_trays=()):
+def node_lists(probes, topology, addresses, edited_trays=(), excused=()):
     """Every tray of a domain holds a byte-identical node list, listing no other domain's tray.
-    Trays whose list the nodelist-edit fault changed behind Ansible's back are left out."""
+    Trays whose list the nodelist-edit fault changed behind Ansible's back are left out; a tray that
+    could not be read is not checked, and one no fault of the step explains fails (unread_verdict)."""
     problems = []
+    compared = 0
     for domain, trays in sorted(topology.items()):
         lists = {}
         for tray in trays:
@@ -75,6 +93,7 @@ def node_lists(probes, topology, addresses, edited_trays=()):
                 continue
             text = probe.get("files", {}).get(NODES, {}).get("text")
             lists[tray] = text
+        compared += len(lists)
         distinct = {text for text in lists.values()}
         if len(distinct) > 1:
             problems.append("domain %s: node lists differ (%s)" % (domain, ", ".join(
@@ -85,7 +104,7 @@ def node_lists(probes, topology, addresses, edited_trays=()):
             listed = set((text or "").split())
             if listed & foreign:
                 problems.append("domain %s: %s lists another domain's trays: %s" % (domain, tray, sorted(listed & foreign)))
-    return not problems, "; ".join(problems) or "ok"
+    return unread_verdict({t: probes.get(t) for ts in topology.values() for t in ts}, excused, problems, checked=compared > 0)
 
 
 def other_rack_untouched(before, after, trays_of_rack):
@@ -180,9 +199,24 @@ def locked_domains(run_events, domain_of):
 
 
 def lock_lost_before_restart(run_events, domain_of):
-    """Domains where the run's check of its lock failed yet the run restarted them."""
-    lost = {domain_of.get(e.get("host")) for e in run_events
-            if e.get("task") == LOCK_CHECK_TASK and e.get("type") == "failed"}
+    """Domains where the run's check of its lock failed yet the run restarted them. The check runs
+    once (run_once) over the restarting domains, each item delegated to that domain's lock tray:
+    the domain is the item's (or its delegated tray's), never the host the task ran for."""
+    lost = set()
+    for event in run_events:
+        if event.get("task") != LOCK_CHECK_TASK or event.get("type") != "failed":
+            continue
+        items = event.get("items")
+        if not items:
+            lost.add(domain_of.get(event.get("host")))
+            continue
+        for item in items:
+            if not item.get("failed"):
+                continue
+            domain = item.get("item")
+            if isinstance(domain, dict):
+                domain = domain.get("domain") or domain.get("name")
+            lost.add(domain if isinstance(domain, str) else domain_of.get(item.get("delegated")))
     return lost & set(restart_intervals(run_events, domain_of))
 
 
@@ -228,15 +262,30 @@ def locks_after(lock_records, runs, killed_holders):
     return not problems, "; ".join(problems) or ("ok" + (" (unread: %s)" % unread if unread else ""))
 
 
-def refused_while_locked(run, domain, stale_at, now_start):
-    """A run that started on `domain` while a killed run's lock was younger than its staleness
-    must refuse with "locked by"."""
-    if now_start >= stale_at:
-        return True, "lock already stale"
+def lock_examined(run_events):
+    """(first, last): the span within which the run's lock stage looked at its domains' locks, from
+    the start of the lock task to its result; None when the run never reached it."""
+    first = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") == "task_start"), None)
+    last = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") != "task_start"), None)
+    if first is None:
+        return None
+    return first, last if last is not None else first
+
+
+def refused_while_locked(run, domain, stale_at, examined):
+    """A run whose lock stage looked at `domain` while a killed run's lock was younger than its
+    staleness must refuse with "locked by". ``examined``: (first, last) of its lock stage
+    (lock_examined), not the run's start: a run that started before the lock went stale may
+    reach its lock stage after, and then takes it over rightly. None: it never reached the stage."""
+    if examined is None:
+        return True, "never reached its lock stage"
+    first, last = examined
     if run["rc"] != 0 and "locked by" in run["output"]:
         return True, "refused: locked by"
-    return False, "%s ran on %s %.0f s before the killed run's lock went stale, rc %d, no 'locked by'" % (
-        run["name"], domain, stale_at - now_start, run["rc"])
+    if last >= stale_at:
+        return True, "lock stale by the end of its lock stage (%.1f s after)" % (last - stale_at)
+    return False, "%s examined the lock of %s %.0f s before the killed run's lock went stale, rc %d, no 'locked by'" % (
+        run["name"], domain, stale_at - last, run["rc"])
 
 
 def two_holders(runs, domain_of):
@@ -262,11 +311,16 @@ def failure_text(run_events):
     return "\n".join(texts)
 
 
-def rc_truth(run, ctl_states, health_faults, addresses):
+def rc_truth(run, ctl_states, health_faults, addresses, healthy=False):
     """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
-    the whole run gives rc != 0 with a failure naming its tray or pair. ctl_states: {domain:
-    state or None (unread)}; health_faults: [{kind, trays}] active from before to after the run."""
+    the whole run gives rc != 0 with a failure naming its tray or pair; and on a healthy rack
+    (``healthy``: no fault on the run's domains, active, injected or healed in the step, nothing
+    left half done by a killed run) rc 0. ctl_states: {domain: state or None (unread)};
+    health_faults: [{kind, trays}] active from before to after the run."""
     problems = []
+    if healthy and run["rc"] != 0:
+        return False, "%s rc %d on a healthy rack: %s" % (
+            run["name"], run["rc"], (failure_text(run["events"]).strip() or run.get("output", "").strip())[-400:])
     if run["rc"] == 0:
         unread = [d for d in run["domains"] if ctl_states.get(d) is None]
         if unread and len(unread) == len(run["domains"]):
@@ -297,15 +351,17 @@ def rc_truth(run, ctl_states, health_faults, addresses):
 
 
 # 7 ------------------------------------------------------------------------------------------
-def heal_converges(runs_to_up, last_changed):
-    """After every fault is healed, at most two runs reach UP, and one more run changes nothing.
-    runs_to_up: the number of runs until rc 0 and every domain UP (None: not within two);
-    last_changed: (host, task) pairs the next run changed."""
+def heal_converges(runs_to_up, last_changed, last_rc):
+    """After every fault is healed, at most two runs reach UP, and one more run passes (rc 0) and
+    changes nothing. runs_to_up: the number of runs until rc 0 and every domain UP (None: not
+    within two); last_changed: (host, task) pairs the next run changed; last_rc: its rc."""
     if runs_to_up is None:
         return False, "not UP after two runs"
+    if last_rc != 0:
+        return False, "UP after %d run(s), but the run after UP failed (rc %d)" % (runs_to_up, last_rc)
     if last_changed:
         return False, "the run after UP changed %s" % sorted(last_changed)[:6]
-    return True, "UP after %d run(s), the next changed nothing" % runs_to_up
+    return True, "UP after %d run(s), the next passed and changed nothing" % runs_to_up
 
 
 # 8 ------------------------------------------------------------------------------------------
@@ -326,11 +382,48 @@ def changed_pairs(run_events):
 
 
 def state_digest(probe):
-    """What a run that changes nothing leaves as it was: file hashes, daemon starts, boots."""
+    """What a run that changes nothing leaves as it was: the managed files' hashes, modes and owners
+    (daemon config, node list, TLS, the modprobe options of the channels), the channel device nodes,
+    daemon starts, boots."""
     if not probe:
-        return None
-    return ({p: f.get("sha256") for p, f in probe.get("files", {}).items()},
-            [e["pid"] for e in probe.get("events", []) if e.get("event") == "start"], probe.get("boot"))
+        return {}
+    return {"files": {p: (f.get("sha256"), f.get("mode"), f.get("uid")) for p, f in probe.get("files", {}).items()},
+            "devices": probe.get("devices", {}),
+            "starts": [e["pid"] for e in probe.get("events", []) if e.get("event") == "start"],
+            "boot": probe.get("boot")}
+
+
+def digest_changes(before, after):
+    """What differs between two digests, said briefly."""
+    changes = []
+    for key in ("files", "devices"):
+        for path in sorted(set(before[key]) | set(after[key])):
+            if before[key].get(path) != after[key].get(path):
+                changes.append("%s %s" % (path, "appeared" if path not in before[key] else
+                                          "went away" if path not in after[key] else "changed"))
+    if before["starts"] != after["starts"]:
+        changes.append("daemon started (PID %s)" % ", ".join(str(p) for p in after["starts"] if p not in before["starts"]))
+    if before["boot"] != after["boot"]:
+        changes.append("rebooted")
+    return changes
+
+
+def unsettled(faults, probes, now):
+    """The step's faults injected before its run whose effect is still under way in ``probes``: a
+    plain daemon-kill whose daemon systemd has not started again (Restart=on-failure, 1 s), a
+    reboot whose tray is not read back with its daemon started. A baseline read before they
+    settle would blame the run for what systemd does next."""
+    waiting = []
+    for fault in faults:
+        if not fault.get("injected") or fault["kind"] not in ("daemon-kill", "reboot"):
+            continue
+        for tray in fault["trays"]:
+            probe = probes.get(tray)
+            starts = [e["time"] for e in (probe or {}).get("events", []) if e.get("event") == "start"]
+            since = fault["at"] if fault["kind"] == "daemon-kill" else max(fault["at"], (probe or {}).get("boot") or 0)
+            if not probe or not any(when > since for when in starts):
+                waiting.append("%s %s (%.0f s ago)" % (fault["kind"], tray, now - fault["at"]))
+    return waiting
 
 
 def check_predicts(check_events, real_events, before, between):
@@ -342,10 +435,10 @@ def check_predicts(check_events, real_events, before, between):
             sorted(predicted - made)[:6], sorted(made - predicted)[:6]))
     for tray in sorted(before):
         b, a = state_digest(before.get(tray)), state_digest(between.get(tray))
-        if b is None or a is None:
+        if not b or not a:
             return None, "%s could not be read around the check run" % tray
         if b != a:
-            problems.append("the check run changed %s" % tray)
+            problems.append("the check run changed %s (%s)" % (tray, ", ".join(digest_changes(b, a))))
     return not problems, "; ".join(problems) or "ok (%d changes predicted)" % len(predicted)
 
 
@@ -374,6 +467,9 @@ def run_bound_s(domains, validate_timeout_s, ctl_timeout_s, ssh_timeout_s=60, ba
 
 
 def run_bounds(runs):
+    """Every run ends within its bound; one the watchdog had to kill (60 s past it) fails."""
     over = ["%s took %.0f s > %d s" % (r["name"], r["seconds"], r["bound_s"]) for r in runs
             if not r.get("killed") and r["seconds"] > r["bound_s"]]
+    over += ["%s killed by the watchdog after %.0f s (bound %d s)" % (r["name"], r["seconds"], r["bound_s"])
+             for r in runs if r.get("killed") == "watchdog"]
     return not over, "; ".join(over) or "ok"

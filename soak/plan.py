@@ -23,6 +23,10 @@ HEALTH_VALIDATE = HEALTH | {"daemon-stop", "daemon-kill-no-restart"}
 SKEW_VERSION = "580.105.08"
 FABRIC_EDITS = [["state=In Progress"], ["clique_id=0"], ["health=Unhealthy"]]
 
+# The share of a series run with the daemons' TLS on (one stretch of steps): the TLS keys are then
+# in play, and a leak of them can be seen.
+TLS_SHARE = 1 / 3
+
 ACTIONS = ["site", "site_change", "check_then_run", "validate", "concurrent", "kill", "heal_some", "heal_all"]
 ACTION_WEIGHTS = [20, 8, 14, 12, 10, 10, 10, 16]
 
@@ -116,7 +120,20 @@ def draw_series(seed, steps, racks, trays):
         elif kind == "heal_all":
             action["heal"] = [active.pop(key)["id"] for key in sorted(active)]
         series.append({"step": step, "faults": faults, "action": action})
+    for step in tls_steps(seed, steps):
+        series[step]["tls"] = True
     return series
+
+
+def tls_steps(seed, steps):
+    """The steps run with TLS on: one stretch of about TLS_SHARE of the series, drawn from a
+    generator of its own, so that the faults and actions of a seed stay what they were."""
+    if steps < 1:
+        return range(0)
+    rng = random.Random("tls-%d" % seed)
+    length = max(1, round(steps * TLS_SHARE))
+    first = rng.randrange(0, steps - length + 1)
+    return range(first, first + length)
 
 
 def keep_faults(series, kept):
@@ -127,8 +144,7 @@ def keep_faults(series, kept):
         action = dict(entry["action"])
         if "heal" in action:
             action["heal"] = [fid for fid in action["heal"] if fid in kept]
-        out.append({"step": entry["step"], "faults": [f for f in entry["faults"] if f["id"] in kept],
-                    "action": action})
+        out.append(dict(entry, faults=[f for f in entry["faults"] if f["id"] in kept], action=action))
     return out
 
 

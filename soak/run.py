@@ -53,7 +53,7 @@ INVARIANTS = ["files_whole", "node_lists", "busy_guard", "restart_intervals", "l
 
 PROBE = r'''
 import hashlib, json, os, re, stat
-out = {"files": {}, "leftovers": [], "lock": None, "events": [], "boot": None}
+out = {"files": {}, "devices": {}, "leftovers": [], "lock": None, "events": [], "boot": None}
 def info(path, text):
     st = os.lstat(path)
     found = {"mode": "%04o" % stat.S_IMODE(st.st_mode), "uid": st.st_uid}
@@ -64,12 +64,18 @@ def info(path, text):
         if text:
             found["text"] = data.decode("utf-8", "replace")
     return found
-for path in ("/etc/nvidia-imex/config.cfg", "/etc/nvidia-imex/nodes_config.cfg", "/etc/nvidia-imex/tls"):
+for path in ("/etc/nvidia-imex/config.cfg", "/etc/nvidia-imex/nodes_config.cfg", "/etc/nvidia-imex/tls",
+             "/etc/modprobe.d/nvidia-imex.conf"):
     if os.path.lexists(path):
         out["files"][path] = info(path, path.endswith(".cfg"))
 if os.path.isdir("/etc/nvidia-imex/tls"):
     for name in sorted(os.listdir("/etc/nvidia-imex/tls")):
         out["files"]["/etc/nvidia-imex/tls/" + name] = info("/etc/nvidia-imex/tls/" + name, False)
+if os.path.isdir("/dev/nvidia-caps-imex-channels"):
+    for name in sorted(os.listdir("/dev/nvidia-caps-imex-channels")):
+        st = os.lstat("/dev/nvidia-caps-imex-channels/" + name)
+        out["devices"][name] = "%s %d:%d %04o %d:%d" % ("c" if stat.S_ISCHR(st.st_mode) else "other", os.major(st.st_rdev),
+                                                    os.minor(st.st_rdev), stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
 for directory in ("/etc/nvidia-imex", "/etc/nvidia-imex/tls", "/run/rackscale-imex"):
     if os.path.isdir(directory):
         out["leftovers"] += [directory + "/" + n for n in os.listdir(directory) if re.search(r"(^\..+\.(tmp|new)$)|ansible_tmp", n)]
@@ -131,6 +137,16 @@ def descendants(pid):
     return found
 
 
+def kill_tree(process):
+    """SIGKILL a run's process group and every descendant: ansible-playbook's workers run in
+    sessions of their own, so the group's SIGKILL misses them, and they would go on (a module in
+    flight) and then linger. A cancelled job's whole process tree ends at once."""
+    tree = descendants(process.pid)
+    bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL)
+    for pid in tree:
+        bench.with_suppressed(os.kill, pid, signal.SIGKILL)
+
+
 class Soak:
     def __init__(self, runner, bed, args, series, out):
         self.runner, self.bed, self.args, self.series, self.out = runner, bed, args, series, out
@@ -145,12 +161,47 @@ class Soak:
         self.busy = {}              # tray -> (start, end|None)
         self.busy_done = []
         self.desired = {}
+        self.tls = {}               # the TLS variables of the steps run with TLS on (make_pki)
+        self.tls_on = self.tls_changed = False
+        self.step_trays = set()     # the trays of the step's own faults (injected or healed)
+        self.converged = set()      # domains whose last site.yml passed UP, untouched since
         self.killed_locks = {}      # domain -> {"owner", "stale_at"}
         self.results = []
         self.texts = {}
         self.counts = {"faults_injected": 0, "faults_during_run": 0, "inject_failed": 0, "runs": 0}
         self.rack_up = {d: False for d in self.topology}
         self.lock = threading.Lock()
+
+    # ---------------------------------------------------------------- TLS
+    def make_pki(self):
+        """A CA and one key and certificate per tray (its IMEX address as IP subjectAltName) in
+        OUT/pki, for the steps run with TLS on; returns the body lines of every private key made.
+        The first tray of each rack gets its certificate and key as PEM text (as a vault or an AWX
+        credential gives them), the others as controller paths."""
+        pki = os.path.join(self.out, "pki")
+        os.makedirs(pki, exist_ok=True)
+
+        def openssl(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        openssl("req", "-x509", *ec, "-keyout", os.path.join(pki, "ca.key"), "-out", os.path.join(pki, "ca.crt"),
+                "-subj", "/CN=soak-ca", "-days", "90")
+        for tray, address in sorted(self.addresses.items()):
+            openssl("req", "-x509", "-CA", os.path.join(pki, "ca.crt"), "-CAkey", os.path.join(pki, "ca.key"), *ec,
+                    "-keyout", os.path.join(pki, tray + ".key"), "-out", os.path.join(pki, tray + ".crt"),
+                    "-subj", "/CN=" + address, "-addext", "subjectAltName=IP:" + address, "-days", "60")
+        material = "soak_pki ~ '/' ~ inventory_hostname ~ '.%s'"
+        given = "{{ lookup('ansible.builtin.file', %s) if inventory_hostname in soak_pem_trays else %s }}"
+        self.tls = {"imex_tls": True, "imex_tls_ca": os.path.join(pki, "ca.crt"), "soak_pki": pki,
+                    "soak_pem_trays": sorted(trays[0] for trays in self.topology.values()),
+                    "imex_tls_cert": given % (material % "crt", material % "crt"),
+                    "imex_tls_key": given % (material % "key", material % "key")}
+        lines = []
+        for name in sorted(os.listdir(pki)):
+            if name.endswith(".key"):
+                with open(os.path.join(pki, name)) as handle:
+                    lines += [l.strip() for l in handle if l.strip() and not l.startswith("-----")]
+        return lines
 
     # ---------------------------------------------------------------- trays
     def simrack(self, *args, timeout=180):
@@ -230,6 +281,19 @@ class Soak:
             self.busy_done.append((tray, self.busy.pop(tray)[0], time.time()))
         return rc == 0 or (err or out).strip()[-200:]
 
+    def settled_probe(self, faults, timeout_s=30):
+        """The trays read once the faults injected before a run have settled (inv.unsettled: a
+        killed daemon started again by systemd, a rebooted tray back with its daemon): the baseline
+        of a --check must not see what systemd does next. Returns (probes, what had not settled
+        within timeout_s)."""
+        deadline = time.time() + timeout_s
+        while True:
+            probes = self.probe_all()
+            waiting = inv.unsettled(faults, probes, time.time())
+            if not waiting or time.time() >= deadline:
+                return probes, waiting
+            self.runner.sleep(1)
+
     def wait_for_stale_locks(self, index):
         waits = [k["stale_at"] - time.time() for k in self.killed_locks.values()]
         if waits and max(waits) > 0:
@@ -244,6 +308,8 @@ class Soak:
         rundir = os.path.join(self.out, "runs", "%03d-%s" % (step, name))
         os.makedirs(rundir, exist_ok=True)
         variables = dict(RUN_VARS, imex_report_dir=os.path.join(rundir, "reports"), **self.desired)
+        if self.tls_on:
+            variables.update(self.tls)
         with open(os.path.join(rundir, "vars.json"), "w") as handle:
             json.dump(variables, handle)
         command = [os.path.join(BIN, "ansible-playbook"), "-i", inventory or self.bed.inventory,
@@ -264,7 +330,13 @@ class Soak:
 
     def finish_run(self, run, timers=()):
         process = run.pop("process")
-        watchdog = threading.Timer(run["bound_s"] + 60, lambda: bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL))
+
+        def overdue():
+            # Marked before the kill: a run the watchdog ends is a killed run (its lock may stand), and
+            # run_bounds fails it.
+            run["killed"] = "watchdog"
+            kill_tree(process)
+        watchdog = threading.Timer(run["bound_s"] + 60, overdue)
         watchdog.start()
         rc, out, err = self.runner.wait(process)
         watchdog.cancel()
@@ -309,13 +381,7 @@ class Soak:
 
             def kill():
                 run["killed"] = True
-                # ansible-playbook's workers run in sessions of their own: the group's SIGKILL misses
-                # them, and they would go on (a module in flight) and then linger. A cancelled job's
-                # whole process tree ends at once.
-                tree = descendants(process.pid)
-                bench.with_suppressed(os.killpg, process.pid, signal.SIGKILL)
-                for pid in tree:
-                    bench.with_suppressed(os.kill, pid, signal.SIGKILL)
+                kill_tree(process)
             timers.append(threading.Timer(kill_after, kill))
             timers[-1].start()
         self.finish_run(run, timers)
@@ -338,6 +404,12 @@ class Soak:
         for fault in entry["faults"]:
             fault.pop("landed", None)
         kind = action["kind"]
+        # Turning TLS on or off is a legitimate change of every domain, as a site_change is.
+        self.tls_changed = bool(entry.get("tls")) != self.tls_on
+        self.tls_on = bool(entry.get("tls"))
+        heal_ids = list(self.active) if kind == "heal_all" else action.get("heal", [])
+        self.step_trays = {t for f in entry["faults"] for t in f["trays"]}
+        self.step_trays |= {t for fid in heal_ids if fid in self.active for t in self.active[fid]["trays"]}
         # A full heal heals this step's faults too: they land before it, so that what the runs after
         # the heal reach is judged on a rack with no fault at all.
         before_faults = [f for f in entry["faults"] if not f["during"] or kind == "heal_all"]
@@ -366,18 +438,21 @@ class Soak:
             if during or self.active:
                 verdicts["heal_converges"] = (None, "a fault landed during the step's runs")
             else:
-                verdicts["heal_converges"] = inv.heal_converges(up_after, inv.changed_pairs(last["events"]) if up_after else set())
+                verdicts["heal_converges"] = inv.heal_converges(up_after, inv.changed_pairs(last["events"]) if up_after else set(),
+                                                                last["rc"])
         elif kind == "check_then_run":
             # A prediction is judged on runs that get past the locks: wait out a killed run's lock
             # (the locks invariant is exercised by the other actions).
             self.wait_for_stale_locks(index)
-            pre_check = self.probe_all()
+            pre_check, waiting = self.settled_probe(before_faults)
             check_run = self.run_playbook("check", "site.yml", index, check=True)
             checks.append(check_run)
             between = self.probe_all()
             run = self.run_playbook("site", "site.yml", index, during=during)
             runs.append(run)
-            if during:
+            if waiting:
+                verdicts["check_predicts"] = (None, "the step's faults had not settled before the check run: %s" % "; ".join(waiting))
+            elif during:
                 verdicts["check_predicts"] = (None, "a fault was injected during the real run")
             elif check_run["rc"] != 0 and run["rc"] == 0:
                 verdicts["check_predicts"] = (False, "the check run failed (rc %d) where the real run passed: %s" % (
@@ -462,14 +537,14 @@ class Soak:
 
     def judge(self, index, entry, begin, before, after, runs, checks, active_at_start, healed):
         verdicts = {}
-        verdicts["files_whole"] = inv.files_whole(after)
+        verdicts["files_whole"] = inv.files_whole(after, self.step_trays)
         edited = {t for f in self.active.values() if f["kind"] == "nodelist-edit" for t in f["trays"]}
-        lists = inv.node_lists(after, self.topology, self.addresses, edited)
+        lists = inv.node_lists(after, self.topology, self.addresses, edited, self.step_trays)
         # A fault in one rack leaves another rack alone: when the step's faults hit one rack, no fault
         # is active on the other, no legitimate change ran, and that rack was UP before.
         racks_hit = {self.domain_of[t] for f in entry["faults"] for t in f["trays"]}
         touched = {self.domain_of[t] for f in list(self.active.values()) + list(active_at_start.values()) for t in f["trays"]}
-        if len(racks_hit) == 1 and entry["action"]["kind"] != "site_change" and not self.killed_locks:
+        if len(racks_hit) == 1 and entry["action"]["kind"] != "site_change" and not self.tls_changed and not self.killed_locks:
             for domain in sorted(set(self.topology) - racks_hit - touched):
                 if self.rack_up.get(domain):
                     ok, detail = inv.other_rack_untouched(before, after, self.topology[domain])
@@ -516,7 +591,7 @@ class Soak:
             for domain in run["domains"]:
                 held = self.killed_locks.get(domain)
                 if held and held["owner"] != run.get("owner"):
-                    fine, why = inv.refused_while_locked(run, domain, held["stale_at"], run["start"])
+                    fine, why = inv.refused_while_locked(run, domain, held["stale_at"], inv.lock_examined(run["events"]))
                     if not fine:
                         problems.append(why)
         for domain, held in list(self.killed_locks.items()):
@@ -525,10 +600,17 @@ class Soak:
         verdicts["locks"] = (None, detail) if ok is None and not problems else (not problems, "; ".join(problems) or detail)
         # rc and status.
         problems, unread = [], []
+        # A healthy rack: no fault on the run's domains (active, injected or healed in the step), and
+        # each domain's last site.yml passed UP with nothing touching it since (no kill, no fault).
+        touched = self.step_trays | {t for f in list(active_at_start.values()) + list(self.active.values()) for t in f["trays"]}
         for run in runs:
             if run["killed"] or "ctl" not in run:
                 continue
             if "locked by" in inv.failure_text(run["events"]):
+                continue
+            healthy = all(d in self.converged and not set(self.topology[d]) & touched for d in run["domains"])
+            if healthy and run["rc"] != 0:
+                problems.append(inv.rc_truth(run, run["ctl"], [], self.addresses, healthy=True)[1])
                 continue
             if not run["events"]:
                 unread.append("%s (rc %d) stopped before its play: %s" % (run["name"], run["rc"], run["output"].strip()[-200:]))
@@ -555,6 +637,14 @@ class Soak:
         else:
             verdicts["rc_truth"] = (None, "; ".join(unread) or "no finished run")
         verdicts["run_bounds"] = inv.run_bounds(runs + checks)
+        for run in runs:
+            if run["killed"]:
+                self.converged -= set(run["domains"])
+            elif run["playbook"] == "site.yml" and run["rc"] == 0 and all(s == "UP" for s in run["ctl"].values()):
+                self.converged |= set(run["domains"])
+            elif run["playbook"] == "site.yml":
+                self.converged -= set(run["domains"])
+        self.converged -= {self.domain_of[t] for t in touched}
         texts = {}
         for run in runs + checks:
             texts[run["name"] + " output"] = run["output"]
@@ -573,12 +663,15 @@ class Soak:
         self.previous_after = None
         with open(os.path.join(self.bed.state, "id_ed25519")) as handle:
             self.key_lines = [l.strip() for l in handle if l.strip() and not l.startswith("-----")]
+        if any(entry.get("tls") for entry in self.series):
+            self.key_lines += self.make_pki()
         # The series starts from a converged rack, as an operator's racks are.
         setup = self.run_playbook("converge", "site.yml", -1)
         say("converged the bed in %.0f s (rc %d)" % (setup["seconds"], setup["rc"]))
         if setup["rc"] != 0:
             raise bench.BenchError("the first site.yml on the fresh bed failed (rc %d):\n%s" % (setup["rc"], setup["output"][-3000:]))
         self.rack_up = {d: self.ctl_state(d) == "UP" for d in self.topology}
+        self.converged = {d for d, up in self.rack_up.items() if up}
         for entry in self.series:
             self.runner.check()
             say("step %d/%d: faults %s; action %s" % (

@@ -1,10 +1,14 @@
 """Unit tests of the soak's series and invariants (no bed): `.venv/bin/python -m pytest soak -q`."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import invariants as inv  # noqa: E402
@@ -68,6 +72,20 @@ def test_link_cut_is_a_pair_of_one_rack_and_heal_arguments_mirror_the_injection(
     assert cuts and all(len(f["trays"]) == 2 and f["trays"][0][:5] == f["trays"][1][:5] and f["trays"][0] != f["trays"][1] for f in cuts)
 
 
+def test_a_share_of_the_series_runs_with_tls_on_without_changing_its_faults_and_actions():
+    for seed in (35, 424242, 7):
+        series = plan.draw_series(seed, 30, 2, 4)
+        on = [e["step"] for e in series if e.get("tls")]
+        assert len(on) == 10 and on == list(range(on[0], on[0] + 10))
+    assert [e["step"] for e in plan.draw_series(35, 10, 2, 4) if e.get("tls")] == [5, 6, 7]
+    # Seed 424242's first steps, as the issue's run drew them before TLS was drawn.
+    series = plan.draw_series(424242, 30, 2, 4)
+    assert [e["action"]["kind"] for e in series[:3]] == ["concurrent", "check_then_run", "site"]
+    assert [(f["kind"], f["trays"]) for f in series[1]["faults"]] == [("daemon-kill", ["rack1-tray02"])]
+    assert series[17]["action"] == {"kind": "site_change", "change": {"imex_settings": {"LOG_LEVEL": "4"}}}
+    assert all("tls" in e for e in plan.keep_faults(series, [])[11:21])
+
+
 def test_keep_faults_drops_the_others_and_their_heals():
     series = plan.draw_series(3, 30, 2, 4)
     ids = plan.all_fault_ids(series)
@@ -110,7 +128,25 @@ def test_files_whole_passes_designed_files_and_names_each_defect():
     assert "rack1-tray01: /etc/nvidia-imex/nodes_config.cfg mode 0600, designed 0644" in detail
     assert "rack1-tray02: /etc/nvidia-imex/config.cfg does not parse" in detail
     assert "temporary file left: /etc/nvidia-imex/.nodes_config.cfg.x1.tmp" in detail
-    assert inv.files_whole({"rack1-tray01": None})[0] is None
+    assert inv.files_whole({"rack1-tray01": None}, excused={"rack1-tray01"})[0] is None
+
+
+def test_a_tray_unread_is_not_checked_and_unread_without_a_fault_of_the_step_fails_the_soak():
+    probes = {"rack1-tray01": probe(), "rack1-tray02": None}
+    # Rebooted by the step's own fault: not read, not checked, said.
+    ok, detail = inv.files_whole(probes, excused={"rack1-tray02"})
+    assert ok is True and "not read, the step's own faults: rack1-tray02" in detail
+    # No fault of the step explains it: the soak's own reads failed, and that is a failure.
+    ok, detail = inv.files_whole(probes)
+    assert ok is False and "the soak could not read rack1-tray02, which no fault of this step touches" in detail
+    assert inv.files_whole({"rack1-tray01": None, "rack1-tray02": None}, excused={"rack1-tray01", "rack1-tray02"})[0] is None
+    lists = {t: probe(nodes="198.18.1.11\n198.18.1.12\n") for t in TOPOLOGY["rack1"]}
+    lists.update({t: None for t in TOPOLOGY["rack2"]})
+    ok, detail = inv.node_lists(lists, TOPOLOGY, ADDRESSES)
+    assert ok is False and "could not read rack2-tray01, rack2-tray02" in detail
+    assert inv.node_lists(lists, TOPOLOGY, ADDRESSES, excused=set(TOPOLOGY["rack2"]))[0] is True
+    nothing = {t: None for ts in TOPOLOGY.values() for t in ts}
+    assert inv.node_lists(nothing, TOPOLOGY, ADDRESSES, excused=set(nothing))[0] is None
 
 
 def test_node_lists_must_match_within_a_domain_and_stay_inside_it():
@@ -172,6 +208,20 @@ def test_restart_intervals_of_one_domain_may_not_overlap_between_runs():
     assert ok is False and "a and c restarted rack1 at once" in detail
 
 
+def test_a_restart_after_losing_the_lock_is_found_on_the_lock_s_tray_not_the_run_once_host():
+    # The check runs once, on the play's first host (rack1-tray01), each item delegated to the lock
+    # tray of a restarting domain: rack2's lock, lost, is on rack2-tray01.
+    events = run_events(10, 20, TOPOLOGY["rack2"])
+    events.insert(2, {"type": "failed", "task": inv.LOCK_CHECK_TASK, "host": "rack1-tray01", "time": 9, "items": [
+        {"item": "rack2", "failed": True, "delegated": "rack2-tray01", "msg": "rack tray is locked by run-x"}]})
+    assert inv.lock_lost_before_restart(events, DOMAIN_OF) == {"rack2"}
+    ok, detail = inv.no_overlapping_restarts([{"name": "y", "events": events}], DOMAIN_OF)
+    assert ok is False and "y restarted rack2 after losing its lock" in detail
+    # An item that held its lock is no loss.
+    events[2]["items"][0]["failed"] = False
+    assert inv.lock_lost_before_restart(events, DOMAIN_OF) == set()
+
+
 def test_a_restart_without_the_lock_or_after_losing_it_fails():
     unlocked = {"name": "x", "events": run_events(10, 20, TOPOLOGY["rack1"], lock_ok=False)}
     assert "restarted rack1 without holding its lock" in inv.no_overlapping_restarts([unlocked], DOMAIN_OF)[1]
@@ -201,10 +251,36 @@ def test_locks_left_by_finished_runs_and_two_holders():
 
 def test_a_run_during_a_killed_run_s_fresh_lock_must_refuse_with_locked_by():
     refused = {"name": "r", "rc": 2, "output": "rack1-tray01 is locked by run-k since ..."}
-    assert inv.refused_while_locked(refused, "rack1", stale_at=100, now_start=50)[0] is True
+    assert inv.refused_while_locked(refused, "rack1", stale_at=100, examined=(50, 51))[0] is True
     ran = {"name": "r", "rc": 0, "output": "ok"}
-    assert inv.refused_while_locked(ran, "rack1", stale_at=100, now_start=50)[0] is False
-    assert inv.refused_while_locked(ran, "rack1", stale_at=100, now_start=101)[0] is True
+    ok, detail = inv.refused_while_locked(ran, "rack1", stale_at=100, examined=(50, 51))
+    assert ok is False and "r examined the lock of rack1 49 s before the killed run's lock went stale" in detail
+    assert inv.refused_while_locked(ran, "rack1", stale_at=100, examined=(101, 102))[0] is True
+    assert inv.refused_while_locked(ran, "rack1", stale_at=100, examined=None)[0] is True
+
+
+def lock_stage(start, examined_at, took_over, owner="run-b", holder="run-k", since=40.0):
+    """A run's events: it starts at `start` and its lock stage looks at rack1's lock at `examined_at`."""
+    return [{"type": "task_start", "task": "Plan the run on the controller", "time": start + 1},
+            {"type": "task_start", "task": inv.LOCK_TASK, "time": examined_at - 0.5},
+            {"type": "ok", "task": inv.LOCK_TASK, "host": "rack1-tray01", "time": examined_at, "items": [
+                {"item": {"domain": "rack1", "holder": "rack1-tray01"}, "owner": owner, "holder": holder,
+                 "since": since, "took_over": took_over, "delegated": "rack1-tray01"}]}]
+
+
+def test_a_run_that_started_before_a_killed_lock_went_stale_may_take_it_over_at_its_lock_stage():
+    # Seed 424242, step 17: the run started 2 s before the killed run's lock went stale (since 40,
+    # stale_after 60: stale at 100) and reached its lock stage 5 s later, when it took it over.
+    events = lock_stage(start=98.0, examined_at=103.0, took_over=True)
+    run = {"name": "17/site_change", "rc": 4, "output": "... took over the abandoned lock ...", "start": 98.0,
+           "events": events}
+    assert inv.lock_examined(events) == (102.5, 103.0)
+    assert inv.refused_while_locked(run, "rack1", stale_at=100.0, examined=inv.lock_examined(events))[0] is True
+    # The same takeover judged by the run's start was the false alarm.
+    early = lock_stage(start=90.0, examined_at=95.0, took_over=True)
+    ok, detail = inv.refused_while_locked(dict(run, events=early), "rack1", 100.0, inv.lock_examined(early))
+    assert ok is False and "5 s before the killed run's lock went stale" in detail
+    assert inv.lock_examined([{"type": "task_start", "task": "Plan the run", "time": 1}]) is None
 
 
 # ---------------------------------------------------------------- 6, 7, 8
@@ -227,10 +303,23 @@ def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming
     assert ok is True and "link-cut on rack1-tray01 rack1-tray02 not reached (the run stopped at version on rack2-tray01)" in detail
 
 
-def test_heal_converges_within_two_runs_then_changes_nothing():
-    assert inv.heal_converges(2, set())[0] is True
-    assert inv.heal_converges(None, set())[0] is False
-    assert inv.heal_converges(1, {("rack1-tray01", "Write config")})[0] is False
+def test_heal_converges_within_two_runs_then_passes_and_changes_nothing():
+    assert inv.heal_converges(2, set(), 0)[0] is True
+    assert inv.heal_converges(None, set(), 0)[0] is False
+    assert inv.heal_converges(1, {("rack1-tray01", "Write config")}, 0)[0] is False
+    # A once-more run that fails before it changes anything is no convergence.
+    assert inv.heal_converges(1, set(), 2) == (False, "UP after 1 run(s), but the run after UP failed (rc 2)")
+
+
+def test_rc_truth_asks_rc_zero_on_a_healthy_rack():
+    failed = {"name": "s", "rc": 2, "domains": ["rack1"], "output": "", "events": [
+        {"type": "failed", "host": "rack1-tray01", "msg": "domain rack1 is not healthy"}]}
+    ok, detail = inv.rc_truth(failed, {"rack1": "UP"}, [], ADDRESSES, healthy=True)
+    assert ok is False and "s rc 2 on a healthy rack: domain rack1 is not healthy" in detail
+    # The same failure where the rack is not known healthy proves nothing either way.
+    assert inv.rc_truth(failed, {"rack1": "UP"}, [], ADDRESSES)[0] is True
+    passed = dict(failed, rc=0, events=[])
+    assert inv.rc_truth(passed, {"rack1": "UP"}, [], ADDRESSES, healthy=True)[0] is True
 
 
 def test_check_must_predict_the_real_changes_and_change_nothing():
@@ -244,6 +333,50 @@ def test_check_must_predict_the_real_changes_and_change_nothing():
     assert inv.check_predicts(change, change, before, {"rack1-tray01": None})[0] is None
 
 
+def test_check_predicts_digests_the_modprobe_options_and_the_channel_devices():
+    change = [{"type": "ok", "task": "Write config", "host": "rack1-tray01", "changed": True, "time": 1}]
+    before = probe()
+    before["files"][inv.MODPROBE] = {"mode": "0644", "uid": 0, "sha256": "a"}
+    before["devices"] = {"channel0": "c 234:0 0666 0:0"}
+    modprobe = probe()
+    modprobe["files"][inv.MODPROBE] = {"mode": "0644", "uid": 0, "sha256": "b"}
+    modprobe["devices"] = dict(before["devices"])
+    ok, detail = inv.check_predicts(change, change, {"rack1-tray01": before}, {"rack1-tray01": modprobe})
+    assert ok is False and "the check run changed rack1-tray01 (/etc/modprobe.d/nvidia-imex.conf changed)" in detail
+    device = probe()
+    device["files"][inv.MODPROBE] = dict(before["files"][inv.MODPROBE])
+    device["devices"] = dict(before["devices"], channel3="c 234:3 0660 0:0")
+    ok, detail = inv.check_predicts(change, change, {"rack1-tray01": before}, {"rack1-tray01": device})
+    assert ok is False and "channel3 appeared" in detail
+
+
+def test_a_check_baseline_waits_for_systemd_to_restart_a_killed_daemon():
+    # Seed 424242, step 1: daemon-kill rack1-tray02 [before] at 100.0; systemd starts the daemon
+    # again about 1 s later (Restart=on-failure). A baseline read at 100.5 misses that start, and
+    # the check run was blamed for it.
+    kill = {"kind": "daemon-kill", "trays": ["rack1-tray02"], "injected": True, "at": 100.0}
+    old = {"event": "start", "pid": 90, "time": 50.0}
+    again = {"event": "start", "pid": 101, "time": 101.0}
+    too_early = {"rack1-tray02": probe(events=[old])}
+    assert inv.unsettled([kill], too_early, now=100.5) == ["daemon-kill rack1-tray02 (0 s ago)"]
+    settled = {"rack1-tray02": probe(events=[old, again])}
+    assert inv.unsettled([kill], settled, now=102.0) == []
+    # What the old baseline saw: the start between the two reads counted against the check run.
+    ok, detail = inv.check_predicts([], [], too_early, settled)
+    assert ok is False and "the check run changed rack1-tray02 (daemon started (PID 101))" in detail
+    # The settled baseline: the check run changed nothing.
+    assert inv.check_predicts([], [], settled, {"rack1-tray02": probe(events=[old, again])})[0] is True
+    # A start the check run itself makes still fails it.
+    started = {"rack1-tray02": probe(events=[old, again, {"event": "start", "pid": 120, "time": 110.0}])}
+    assert inv.check_predicts([], [], settled, started)[0] is False
+    # A rebooted tray settles once read back with its daemon started after the boot.
+    boot = {"kind": "reboot", "trays": ["rack1-tray02"], "injected": True, "at": 100.0}
+    assert inv.unsettled([boot], {"rack1-tray02": None}, now=101.0) == ["reboot rack1-tray02 (1 s ago)"]
+    assert inv.unsettled([boot], {"rack1-tray02": probe(events=[old], boot=103.0)}, now=104.0) != []
+    assert inv.unsettled([boot], {"rack1-tray02": probe(events=[old, dict(again, time=105.0)], boot=103.0)}, now=106.0) == []
+    assert inv.unsettled([dict(kill, injected=False)], too_early, now=100.5) == []
+
+
 # ---------------------------------------------------------------- 9, 10
 def test_key_leak_finds_a_pem_header_or_a_body_line():
     body = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
@@ -252,12 +385,52 @@ def test_key_leak_finds_a_pem_header_or_a_body_line():
     assert inv.no_key_leak({"report": "..." + body + "..."}, [body]) == (False, "report holds a private key line")
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI needed (tools/bootstrap installs it)")
+def test_with_tls_on_a_leaked_tls_key_fails_no_key_leak_and_the_run_variables_hold_none(tmp_path):
+    soak = soak_run.Soak.__new__(soak_run.Soak)
+    soak.out = str(tmp_path)
+    soak.topology = TOPOLOGY
+    soak.addresses = ADDRESSES
+    key_lines = soak.make_pki()
+    with open(tmp_path / "pki" / "rack2-tray02.key") as handle:
+        tray_key = [line.strip() for line in handle if line.strip() and not line.startswith("-----")]
+    assert tray_key and set(tray_key) <= set(key_lines)
+    # The key as the TLS steps give it to a run: paths and lookups, never the key itself.
+    variables = json.dumps(soak.tls)
+    assert soak.tls["imex_tls"] is True and not any(line in variables for line in key_lines)
+    assert soak.tls["soak_pem_trays"] == ["rack1-tray01", "rack2-tray01"]
+    leaked = {"3/site output": "TASK [Write TLS files]\n" + tray_key[1] + "\n"}
+    assert inv.no_key_leak(leaked, key_lines) == (False, "3/site output holds a private key line")
+    assert inv.no_key_leak({"3/site output": "ok"}, key_lines)[0] is True
+
+
 def test_run_bound_grows_with_domains_and_timeouts_and_flags_slow_runs():
     assert inv.run_bound_s(2, 20, 5) == 180 + 60 + 2 * (20 + 10 + 30)
     assert inv.run_bound_s(2, 300, 30) > inv.run_bound_s(2, 20, 5)
     runs = [{"name": "a", "seconds": 100, "bound_s": 300}, {"name": "k", "seconds": 900, "bound_s": 300, "killed": True}]
     assert inv.run_bounds(runs)[0] is True
     assert inv.run_bounds(runs + [{"name": "b", "seconds": 301, "bound_s": 300}]) == (False, "b took 301 s > 300 s")
+    overdue = {"name": "w", "seconds": 360, "bound_s": 300, "killed": "watchdog"}
+    assert inv.run_bounds(runs + [overdue]) == (False, "w killed by the watchdog after 360 s (bound 300 s)")
+
+
+def test_the_watchdog_marks_the_run_it_kills_as_killed(tmp_path):
+    class Runner:
+        def wait(self, process):
+            process.wait()
+            return process.returncode, "", ""
+    soak = soak_run.Soak.__new__(soak_run.Soak)
+    soak.runner = Runner()
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    run = {"name": "w", "dir": str(tmp_path), "process": process, "bound_s": -59.8, "start": time.time(),
+           "killed": False}
+    try:
+        done = soak.finish_run(run)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert done["killed"] == "watchdog" and done["rc"] == -9
+    assert inv.run_bounds([done])[0] is False
 
 
 def test_descendants_finds_the_whole_tree_of_a_process_also_in_sessions_of_their_own():

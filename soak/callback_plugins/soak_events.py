@@ -15,6 +15,8 @@ import json
 import os
 import time
 
+LOCK_KEYS = ("holder", "since", "took_over", "waited")
+
 from ansible.plugins.callback import CallbackBase
 
 
@@ -60,7 +62,10 @@ class CallbackModule(CallbackBase):
                                 "delegated": ((item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
                                               if isinstance(item, dict) else None),
                                 "owner": ((item.get("invocation") or {}).get("module_args") or {}).get("owner")
-                                if isinstance(item, dict) else None}
+                                if isinstance(item, dict) else None,
+                                # The lock module's view of the lock it found: when it judged it, and whether it
+                                # took over a stale one (the soak judges a takeover at that moment).
+                                **({key: item.get(key) for key in LOCK_KEYS if key in item} if isinstance(item, dict) else {})}
                                for item in items]
         owner = ((res.get("invocation") or {}).get("module_args") or {}).get("owner")
         if owner:
