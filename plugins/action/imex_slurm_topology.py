@@ -26,7 +26,7 @@ MODULE = "rackscale.imex.imex_slurm_topology"
 TRAY_KEYS = ("imex_slurm_node_name", "imex_mode")
 # The topology does not care how many trays IMEX allows in a domain: only the model's shape is used.
 MAX_NODES = 1024
-ARGUMENTS = ("path", "block_sizes", "reconfigure", "backup", "domains_group", "topology_name", "timeout")
+ARGUMENTS = ("path", "block_sizes", "reconfigure", "backup", "domains_group", "topology_name", "timeout", "force")
 
 
 class ActionModule(ActionBase):
@@ -69,9 +69,10 @@ class ActionModule(ActionBase):
         try:
             reconfigure = boolean(args.get("reconfigure", True), strict=True)
             backup = boolean(args.get("backup", True), strict=True)
+            force = boolean(args.get("force", False), strict=True)
             timeout = int(str(args.get("timeout", 30)).strip())
         except (TypeError, ValueError) as error:
-            return self._failed(result, ["reconfigure and backup must be booleans and timeout a whole number: %s"
+            return self._failed(result, ["reconfigure, backup and force must be booleans and timeout a whole number: %s"
                                          % error])
         sizes, problem = topology.convert_block_sizes(_plain(args.get("block_sizes")))
         if problem:
@@ -106,6 +107,9 @@ class ActionModule(ActionBase):
         problems = topology.slurm_problems(blocks, sizes, path, tuple(read["version"]), read["config"],
                                            read.get("nodes"), topology.per_job_trays(tray_vars),
                                            read.get("topology_files"))
+        foreign = topology.foreign_file_problem(path, read.get("existing"), force)
+        if foreign:
+            problems.append(foreign)
         if problems:
             return self._failed(result, problems)
 

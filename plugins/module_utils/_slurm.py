@@ -48,6 +48,15 @@ def parse_version(text):
     raise ParseError('scontrol --version printed no Slurm version ("slurm 24.11.5"): %r' % (text or '')[:200], text)
 
 
+def release(text):
+    """(major, minor, micro) of a release as scontrol prints it in SLURM_VERSION ("25.11.0", "26.05.0-0rc1");
+    None when the text is not one."""
+    match = re.match(r'^(\d+)\.(\d+)(?:\.(\d+))?', str(text or '').strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
 def parse_show_config_sections(text):
     """{section: {key: value}} of `scontrol show config`; the main section is ''.
 
@@ -120,9 +129,38 @@ def switch_channel_count(switch_parameters):
     return DEFAULT_IMEX_CHANNEL_COUNT
 
 
+# PrologEpilogTimeout, PrologTimeout and EpilogTimeout: seconds, or INFINITE16 (65534) when unset; an
+# unlimited value may also be printed as a word.
+_UNLIMITED_TIMEOUT = 65534
+_UNLIMITED_WORDS = ('INFINITE', 'UNLIMITED', 'NONE')
+
+
+def timeout_seconds(value):
+    """Seconds of a Slurm timeout as scontrol prints it ("300", "300 sec"); None when unlimited or unset."""
+    if value is None:
+        return None
+    words = str(value).split()
+    if not words or words[0].upper() in _UNLIMITED_WORDS or not words[0].isdigit():
+        return None
+    seconds = int(words[0])
+    return None if seconds == 0 or seconds >= _UNLIMITED_TIMEOUT else seconds
+
+
+def script_timeouts(config):
+    """{'prolog_timeout': s, 'epilog_timeout': s}: how long slurmd lets a prolog and an epilog run.
+
+    PrologTimeout and EpilogTimeout where the release prints them, else PrologEpilogTimeout; None: unlimited.
+    """
+    shared = config.get('PrologEpilogTimeout')
+    return {
+        'prolog_timeout': timeout_seconds(config.get('PrologTimeout', shared)),
+        'epilog_timeout': timeout_seconds(config.get('EpilogTimeout', shared)),
+    }
+
+
 def channel_plugin_config(config):
     """What the IMEX role checks of Slurm's configuration, from parse_show_config's result."""
-    return {
+    found = {
         'switch_type': config.get('SwitchType'),
         'switch_parameters': config.get('SwitchParameters'),
         'imex_channel_count': switch_channel_count(config.get('SwitchParameters')),
@@ -131,6 +169,8 @@ def channel_plugin_config(config):
         'epilog': config_values(config, 'Epilog'),
         'version': config.get('SLURM_VERSION'),
     }
+    found.update(script_timeouts(config))
+    return found
 
 
 def glob_covers(pattern, path):

@@ -15,7 +15,8 @@ description:
   - Runs on a host with C(scontrol) that reaches C(slurmctld) (the Slurm controller). Without O(content) it
     only reads what Slurm is and runs (RV(version), RV(config), RV(nodes), RV(topology)).
   - Also lists which of C(topology.conf) and C(topology.yaml) exist beside C(slurm.conf) (RV(topology_files)),
-    since Slurm 25.05 and later read C(topology.yaml) first and then ignore C(topology.conf).
+    since Slurm 25.05 and later read C(topology.yaml) first and then ignore C(topology.conf), and returns the
+    file at O(path) as it is (RV(existing)), so that the action replaces only a file it wrote itself.
   - With O(content), writes it to O(path) atomically (a backup of the previous file with O(backup)),
     runs C(scontrol reconfigure) when the file changed and O(reconfigure) is true, then reads
     C(scontrol show topology) again, waiting up to O(timeout) seconds for C(slurmctld) to answer.
@@ -158,6 +159,23 @@ reconfigured:
   returned: when O(content) is given
   type: bool
   sample: true
+existing:
+  description:
+    - The file at O(path) before any write, read without O(content); its first 64 KiB.
+  returned: when O(content) is not given
+  type: dict
+  version_added: 0.3.0
+  sample: {exists: true, size: 312, content: "# Slurm block topology (topology/block), written by rackscale.imex ..."}
+  contains:
+    exists:
+      description: Whether a file is at O(path).
+      type: bool
+    size:
+      description: Its size in bytes; V(0) when it does not exist.
+      type: int
+    content:
+      description: Its first 64 KiB as text (undecodable bytes replaced); V(null) when it does not exist.
+      type: str
 backup_file:
   description: Path of the backup copy, when O(backup=true) and the file changed.
   returned: when a backup was made
@@ -189,6 +207,8 @@ TOPOLOGY_ENV = {'SLURM_TOPO_LEN': '1048576'}
 RETRY_PAUSE_S = 1
 # The files Slurm may read its topology from, beside slurm.conf; from 25.05 topology.yaml first.
 TOPOLOGY_FILES = ('topology.conf', 'topology.yaml')
+# How much of the file already at the path is returned: enough for any topology the inventory could replace.
+EXISTING_MAX = 65536
 
 
 class Scontrol:
@@ -235,6 +255,19 @@ def read_topology(scontrol, module, wait_s):
         module.fail_json(msg='scontrol show topology: %s' % exc.message, stdout=out)
 
 
+def existing_file(path):
+    """{exists, size, content}: the file at ``path`` before any write (its first EXISTING_MAX bytes)."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(EXISTING_MAX + 1)
+            size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError:
+        return dict(exists=False, size=0, content=None)
+    except OSError as exc:
+        return dict(exists=True, size=0, content=None, error='%s cannot be read: %s' % (path, exc.strerror))
+    return dict(exists=True, size=size, content=data[:EXISTING_MAX].decode('utf-8', 'replace'))
+
+
 def topology_files(config):
     """Which of TOPOLOGY_FILES exist in the directory of slurm.conf, as `scontrol show config` names it."""
     conf = config.get('SLURM_CONF') or ''
@@ -272,6 +305,7 @@ def main():
         result['nodes'] = nodes
 
     if params['content'] is None:
+        result['existing'] = existing_file(params['path'])
         result['topology'], result['topology_text'] = read_topology(scontrol, module, 0)
         module.exit_json(**result)
 

@@ -519,10 +519,18 @@ slurm_config:
       prolog: [/etc/slurm/prolog.d/*]
       epilog: [/etc/slurm/epilog.d/*]
       version: 24.11.5
+      prolog_timeout: null
+      epilog_timeout: null
+    slurmd_version: 24.11.5
   contains:
     installed:
       description: Whether C(scontrol) is installed; without it RV(slurm_config.config) and RV(slurm_config.error) are V(null).
       type: bool
+    slurmd_version:
+      description:
+        - The release of this tray's C(slurmd) (C(slurmd -V)), for example V(26.05.5); V(null) when C(slurmd) is not
+          installed or did not say. The per-job program applies the job-exclusivity rule of this release.
+      type: str
     error:
       description:
         - 'Why there is no configuration although C(scontrol) is installed, in one line of at most 300
@@ -533,7 +541,10 @@ slurm_config:
       description:
         - C(switch_type) (SwitchType, V(null) when unset), C(switch_parameters), C(imex_channel_count)
           (of SwitchParameters, 2048 when it does not say; V(null) when not a number), C(prolog_flags),
-          C(prolog) and C(epilog) (every Prolog= and Epilog= entry, in order) and C(version).
+          C(prolog) and C(epilog) (every Prolog= and Epilog= entry, in order), C(version) (C(SLURM_VERSION):
+          slurmctld's release), and C(prolog_timeout) and C(epilog_timeout) (seconds slurmd gives a prolog or
+          an epilog: C(PrologTimeout) or C(EpilogTimeout) where the release has them, else C(PrologEpilogTimeout);
+          V(null) when unlimited).
       type: dict
 channel_count:
   description: The loaded driver's C(NVreg_ImexChannelCount), with O(channel_count).
@@ -766,10 +777,29 @@ def slurm_node(module, runner, node):
     return slurm
 
 
+def slurmd_version(module, runner):
+    """The release of this tray's slurmd (C(slurmd -V)), as printed ("24.11.5"); None when unknown.
+
+    The environment slurmd gives a prolog changed in 26.05, so the per-job program needs the tray's own
+    release; scontrol show config tells slurmctld's.
+    """
+    slurmd = module.get_bin_path('slurmd', opt_dirs=['/usr/sbin', '/usr/local/sbin', '/usr/bin', '/usr/local/bin'])
+    if not slurmd:
+        return None
+    rc, out, _err, hung = runner.run([slurmd, '-V'], _SYSTEMCTL_TIMEOUT_SECONDS)
+    if hung or rc != 0:
+        return None
+    try:
+        return _slurm.parse_version(out)['text']
+    except ParseError:
+        return None
+
+
 def slurm_config(module, runner):
-    """{installed, config, error}: what scontrol show config says of the IMEX channels and the prologs."""
+    """{installed, config, error, slurmd_version}: what scontrol show config says of the IMEX channels and the
+    prologs, and this tray's slurmd release."""
     scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
-    found = dict(installed=bool(scontrol), config=None, error=None)
+    found = dict(installed=bool(scontrol), config=None, error=None, slurmd_version=slurmd_version(module, runner))
     if not scontrol:
         return found
     rc, out, err, hung = runner.run([scontrol, 'show', 'config'], _SYSTEMCTL_TIMEOUT_SECONDS)

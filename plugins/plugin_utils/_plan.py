@@ -30,7 +30,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.rackscale.imex.plugins.module_utils._activity import slurm_busy
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
-from ansible_collections.rackscale.imex.plugins.module_utils._slurm import SWITCH_NVIDIA_IMEX, glob_covers
+from ansible_collections.rackscale.imex.plugins.module_utils._slurm import SWITCH_NVIDIA_IMEX, glob_covers, release
 from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
@@ -256,13 +256,15 @@ def slurm_node_names(trays, tray_options, reads, fallback=None):
     return names
 
 
-def slurm_job_map(domain_name, nodes, this_node, options):
+def slurm_job_map(domain_name, nodes, this_node, options, slurm_version=None):
     """The text of a tray's per-job map: its domain's Slurm node names and IMEX addresses in the domain's
-    order (the order every node of a job writes its list in), and what the program needs."""
+    order (the order every node of a job writes its list in), the tray's slurmd release (whose rule tells
+    whether a job holds its trays alone), and what the program needs."""
     content = {
         "format": 1,
         "domain": domain_name,
         "this_node": this_node,
+        "slurm_version": slurm_version,
         "nodes": [{"name": name, "address": address} for name, address in nodes],
         "service": options["imex_service"],
         "nodes_config_path": options["imex_nodes_config_path"],
@@ -641,7 +643,8 @@ def _per_job_tray(name, domain, tray, entry, options, read, names, script_sha256
     service = domain["service"]
     paths = entry["slurm_job_paths"]
     nodes = [(names[member], address) for member, address in zip(domain["trays"], domain["addresses"])]
-    entry["slurm_map"] = slurm_job_map(name, nodes, names[tray], options)
+    entry["slurm_map"] = slurm_job_map(name, nodes, names[tray], options,
+                                       (read.get("slurm_config") or {}).get("slurmd_version"))
     entry["slurm_node_name"] = names[tray]
     differs = per_job_drift(read, paths, entry["slurm_map"], script_sha256)
     state = (read.get("services") or {}).get(service)
@@ -691,6 +694,57 @@ def _unreachable(error):
     return any(text in str(error or "") for text in _CONTROLLER_UNREACHABLE)
 
 
+# From Slurm 25.11 the channel plugin hands out channels 1 to imex_channel_count (before: 1 to
+# imex_channel_count - 1); the driver makes channels 0 to NVreg_ImexChannelCount - 1.
+FULL_CHANNEL_RANGE_FROM = (25, 11)
+
+
+def _channel_count_issues(slurm_version, plugin_count, count, source):
+    """([problem], [warning]) of the plugin's channel pool against the driver's channels, by slurmctld's release."""
+    where = ("either SwitchParameters=imex_channel_count=%d in slurm.conf or \"options nvidia NVreg_ImexChannelCount=%d\" "
+             "in /etc/modprobe.d on every tray (then rebuild the initramfs and reload the driver)")
+    driver = "the driver makes channels 0 to %d (NVreg_ImexChannelCount=%d, read from %s)" % (count - 1, count, source)
+    found = release(slurm_version)
+    if found is None:
+        # Either rule may hold: refuse only what neither release accepts.
+        if plugin_count > count:
+            return ["Slurm's %s hands out channels up to %d or %d by its release (imex_channel_count=%d; SLURM_VERSION "
+                    "%s unknown), but %s: make imex_channel_count at most NVreg_ImexChannelCount, %s"
+                    % (SWITCH_NVIDIA_IMEX, plugin_count - 1, plugin_count, plugin_count, slurm_version or "not shown",
+                       driver, where % (count, plugin_count + 1))], []
+        return [], ["slurmctld's release (SLURM_VERSION=%s) is unknown: imex_channel_count=%d is checked only against "
+                    "the rule both releases accept (at most NVreg_ImexChannelCount=%d)"
+                    % (slurm_version or "not shown", plugin_count, count)]
+    if found[:2] >= FULL_CHANNEL_RANGE_FROM:
+        if plugin_count <= count - 1:
+            return [], []
+        return ["Slurm %s's %s hands out channels 1 to %d (imex_channel_count=%d: SwitchParameters in slurm.conf, 2048 "
+                "when unset), but %s: from Slurm 25.11 imex_channel_count must be at most NVreg_ImexChannelCount - 1, "
+                "%s" % (slurm_version, SWITCH_NVIDIA_IMEX, plugin_count, plugin_count, driver,
+                        where % (count - 1, plugin_count + 1))], []
+    if plugin_count == count:
+        return [], []
+    return ["Slurm %s's %s hands out channels 1 to %d (imex_channel_count=%d: SwitchParameters in slurm.conf, 2048 "
+            "when unset), but the driver makes %d (NVreg_ImexChannelCount=%d, read from %s): before Slurm 25.11 the two "
+            "counts must be one value, %s" % (slurm_version, SWITCH_NVIDIA_IMEX, plugin_count - 1, plugin_count, count,
+                                              count, source, where % (count, plugin_count))], []
+
+
+def _script_timeout_issues(config, total_timeout_s):
+    """[problem]: a Slurm limit on the prolog or epilog shorter than the per-job program's own bound (slurmd would
+    kill the program mid-way and drain the node)."""
+    problems = []
+    for phase, key in (("prolog", "prolog_timeout"), ("epilog", "epilog_timeout")):
+        limit = config.get(key)
+        if limit is not None and limit < total_timeout_s:
+            own = "%sTimeout" % phase.capitalize()
+            problems.append("slurm.conf gives the per-job %s %d s (%s, or PrologEpilogTimeout where the release has no "
+                            "%s), less than the %d s the program may take (its total_timeout_s): slurmd would kill it "
+                            "mid-way and drain the node; set PrologEpilogTimeout (or %s) to %d or more in slurm.conf"
+                            % (phase, limit, own, own, total_timeout_s, own, total_timeout_s))
+    return problems
+
+
 def _tray_slurm_issues(options, read, entry):
     """([problem], [warning]) of one tray, each a sentence without the tray's name."""
     mode = options["imex_mode"]
@@ -731,18 +785,16 @@ def _tray_slurm_issues(options, read, entry):
         if plugin_count is None:
             warnings.append("SwitchParameters=%s in slurm.conf gives no whole number for imex_channel_count: the "
                             "channel count is not checked" % config.get("switch_parameters"))
-        elif count is not None and count != plugin_count:
-            problems.append(
-                "Slurm's %s hands out channels 1 to %d (imex_channel_count=%d: SwitchParameters in slurm.conf, 2048 "
-                "when unset), but the driver makes %d (NVreg_ImexChannelCount=%d, read from %s): make them one value, "
-                "either SwitchParameters=imex_channel_count=%d in slurm.conf or \"options nvidia "
-                "NVreg_ImexChannelCount=%d\" in /etc/modprobe.d on every tray (then rebuild the initramfs and reload "
-                "the driver)" % (SWITCH_NVIDIA_IMEX, plugin_count - 1, plugin_count, count, count,
-                                 (read.get("channel_count") or {}).get("source"), count, plugin_count))
-        elif count is None and mode in SLURM_MODES:
+        elif count is not None:
+            found, said = _channel_count_issues(config.get("version"), plugin_count, count,
+                                                (read.get("channel_count") or {}).get("source"))
+            problems.extend(found)
+            warnings.extend(said)
+        elif mode in SLURM_MODES:
             warnings.append("the driver's NVreg_ImexChannelCount could not be read (driver not loaded?): its match with "
                             "Slurm's imex_channel_count=%d is not checked" % plugin_count)
     if mode == PER_JOB:
+        problems.extend(_script_timeout_issues(config, SLURM_JOB_BOUNDS["total_timeout_s"]))
         if "Alloc" not in (config.get("prolog_flags") or []):
             problems.append("PrologFlags is %s: the per-job prolog must run on every node of a job when it is "
                             "allocated; add PrologFlags=Alloc to slurm.conf (keeping any other flag: "

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import config_flags
 
@@ -53,6 +54,42 @@ PER_JOB_MODE = "slurm_per_job"
 HEADER = ("# Slurm block topology (topology/block), written by rackscale.imex from the inventory: one block per\n"
           "# IMEX domain, in the order of the domain groups (neighbouring blocks form the higher-level blocks).\n"
           "# Edits here are replaced on the next run: change the inventory instead.\n")
+
+
+# The mark of a file this collection wrote: the first line of HEADER, in any release of it.
+OWN_MARK = "written by rackscale.imex"
+
+
+def foreign_file_problem(path, existing, force):
+    """The refusal to replace a topology file this collection did not write, or None.
+
+    existing: what the module read at ``path`` ({exists, size, content}). An operator's switch tree or a
+    multi-topology file holds what the inventory cannot rebuild; it is replaced only with force.
+    """
+    if force or not isinstance(existing, Mapping) or not existing.get("exists"):
+        return None
+    content = existing.get("content")
+    if content is None:
+        return ("imex_slurm_topology_file = %r: %s; whether rackscale.imex wrote it cannot be told, so it is not "
+                "replaced (set imex_slurm_topology_force=true to replace it)" % (path, existing.get("error") or
+                                                                                   "the file cannot be read"))
+    head = "\n".join(content.splitlines()[:3])
+    if OWN_MARK in head:
+        return None
+    lines = [line.strip() for line in content.splitlines() if line.strip() and not line.strip().startswith("#")]
+    kinds = []
+    for key, label in (("SwitchName=", "switch record(s) (a tree topology)"), ("BlockName=", "block record(s)"),
+                       ("BlockSizes=", "BlockSizes line(s)")):
+        found = [line for line in lines if line.startswith(key)]
+        if found:
+            kinds.append("%d %s" % (len(found), label))
+    topologies = re.findall(r"(?m)^[ \t]*-[ \t]*topology:[ \t]*(\S+)", content)
+    if topologies:
+        kinds.append("topologies %s" % ", ".join(topologies))
+    return ("imex_slurm_topology_file = %r holds a topology rackscale.imex did not write (no header of its own): "
+            "replacing it would lose its %d line(s)%s; merge the IMEX blocks into it by hand, point "
+            "imex_slurm_topology_file at another file, or set imex_slurm_topology_force=true to replace it (with "
+            "imex_slurm_backup=true a copy is kept)" % (path, len(lines), " (%s)" % "; ".join(kinds) if kinds else ""))
 
 
 def _version_text(version):

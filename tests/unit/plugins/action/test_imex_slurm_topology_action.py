@@ -34,8 +34,10 @@ def inventory(**tray_vars):
 
 
 class FakeController:
-    def __init__(self, config="show_config_block_alloc_imex.txt", after=MATCHING, changed=True, reconfigured=True):
+    def __init__(self, config="show_config_block_alloc_imex.txt", after=MATCHING, changed=True, reconfigured=True,
+                 existing=None):
         self.calls = []
+        self.existing = existing or {"exists": False, "size": 0, "content": None}
         self.config = parse_show_config(read_sample("slurm", config))
         self.after, self.changed, self.reconfigured = after, changed, reconfigured
 
@@ -45,7 +47,8 @@ class FakeController:
         result = {"version": [24, 11, 5], "version_text": "24.11.5", "config": self.config,
                   "topology": parse_show_topology(self.after)}
         if "content" not in module_args:
-            return dict(result, nodes=parse_node_names(read_sample("slurm", "show_nodes_oneliner.txt")), changed=False)
+            return dict(result, nodes=parse_node_names(read_sample("slurm", "show_nodes_oneliner.txt")), changed=False,
+                        existing=self.existing)
         return dict(result, changed=self.changed, reconfigured=self.reconfigured and self.changed,
                     diff={"before": "", "after": module_args["content"]})
 
@@ -128,3 +131,39 @@ def test_an_unchanged_file_slurm_does_not_run_fails():
 def test_an_unknown_argument_is_refused():
     result = run(FakeController(), {"block_size": 4}, inventory())
     assert result["failed"] and result["msg"].startswith("unknown argument(s) block_size")
+
+
+# An operator's own topology.conf: a switch tree the inventory cannot rebuild.
+OPERATOR_TREE = ("SwitchName=s0 Nodes=rack1-tray[01-04]\nSwitchName=s1 Nodes=rack2-tray[01-04]\n"
+                 "SwitchName=s2 Nodes=rack3-tray[01-04]\nSwitchName=top Switches=s[0-2]\n")
+
+
+def test_a_topology_file_the_collection_did_not_write_is_not_replaced_without_force():
+    fake = FakeController(existing={"exists": True, "size": len(OPERATOR_TREE), "content": OPERATOR_TREE})
+    result = run(fake, {"block_sizes": "4,8"}, inventory())
+    assert result["failed"] and len(fake.calls) == 1 and "content" not in fake.calls[0]
+    assert result["msg"] == (
+        "imex_slurm_topology_file = '/etc/slurm/topology.conf' holds a topology rackscale.imex did not write (no "
+        "header of its own): replacing it would lose its 4 line(s) (4 switch record(s) (a tree topology)); merge the "
+        "IMEX blocks into it by hand, point imex_slurm_topology_file at another file, or set "
+        "imex_slurm_topology_force=true to replace it (with imex_slurm_backup=true a copy is kept)")
+    forced = FakeController(existing={"exists": True, "size": len(OPERATOR_TREE), "content": OPERATOR_TREE})
+    result = run(forced, {"block_sizes": "4,8", "force": "true"}, inventory())
+    assert not result.get("failed"), result.get("msg")
+    assert len(forced.calls) == 2 and forced.calls[1]["content"].startswith("# Slurm block topology")
+
+
+def test_a_topology_file_the_collection_wrote_before_is_replaced_as_usual():
+    blocks = [{"name": rack, "trays": trays, "nodes": trays} for rack, trays in RACKS.items()]
+    earlier = render(blocks, [4], "/etc/slurm/topology.conf")
+    fake = FakeController(existing={"exists": True, "size": len(earlier), "content": earlier})
+    result = run(fake, {"block_sizes": "4,8"}, inventory())
+    assert not result.get("failed"), result.get("msg")
+    assert len(fake.calls) == 2
+
+
+def test_force_must_be_a_boolean():
+    fake = FakeController()
+    result = run(fake, {"force": "maybe"}, inventory())
+    assert result["failed"] and fake.calls == []
+    assert result["msg"].startswith("reconfigure, backup and force must be booleans")

@@ -15,7 +15,9 @@ from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
     parse_show_config_sections,
     parse_show_topology,
     parse_version,
+    script_timeouts,
     switch_channel_count,
+    timeout_seconds,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
@@ -122,7 +124,8 @@ def test_show_config_of_26_05_with_topology_yaml():
     assert config["TopologyPlugin"] == "topology/flat"
     assert channel_plugin_config(config) == {
         "switch_type": "switch/nvidia_imex", "switch_parameters": "imex_channel_count=2048",
-        "imex_channel_count": 2048, "prolog_flags": ["Alloc"], "prolog": [], "epilog": [], "version": "26.05.5"}
+        "imex_channel_count": 2048, "prolog_flags": ["Alloc"], "prolog": [], "epilog": [], "version": "26.05.5",
+        "prolog_timeout": None, "epilog_timeout": None}
 
 
 def test_show_topology_of_26_05_reads_as_24_11_s():
@@ -173,3 +176,18 @@ def test_the_plugins_channel_count_defaults_to_2048(parameters, count):
 ])
 def test_a_prolog_glob_covers_a_path_as_glob_3_matches(pattern, path, covered):
     assert glob_covers(pattern, path) is covered
+
+
+@pytest.mark.parametrize("value, seconds", [
+    ("65534", None), ("0", None), (None, None), ("INFINITE", None), ("UNLIMITED", None), ("300", 300),
+    ("300 sec", 300), ("n/a", None),
+])
+def test_prolog_and_epilog_timeouts_read_as_seconds_or_unlimited(value, seconds):
+    assert timeout_seconds(value) == seconds
+
+
+def test_the_prolog_and_epilog_limits_fall_back_to_prolog_epilog_timeout():
+    assert script_timeouts({"PrologEpilogTimeout": "300"}) == {"prolog_timeout": 300, "epilog_timeout": 300}
+    assert script_timeouts({"PrologEpilogTimeout": "300", "PrologTimeout": "60"}) == {
+        "prolog_timeout": 60, "epilog_timeout": 300}
+    assert script_timeouts({}) == {"prolog_timeout": None, "epilog_timeout": None}

@@ -152,3 +152,14 @@ def test_the_topology_files_beside_slurm_conf_are_listed(tmp_path):
     (tmp_path / "topology.conf").write_text("BlockName=b Nodes=n1\n")
     assert imex_slurm_topology.topology_files(config) == ["topology.conf", "topology.yaml"]
     assert imex_slurm_topology.topology_files({"SLURM_CONF": None}) == []
+
+
+def test_the_file_already_at_the_path_is_returned_as_it_is(tmp_path):
+    path = tmp_path / "topology.conf"
+    assert imex_slurm_topology.existing_file(str(path)) == {"exists": False, "size": 0, "content": None}
+    path.write_bytes(b"SwitchName=s0 Nodes=a[1-4]\n\xff\n")
+    assert imex_slurm_topology.existing_file(str(path)) == {
+        "exists": True, "size": 29, "content": "SwitchName=s0 Nodes=a[1-4]\n\ufffd\n"}
+    path.write_text("#" * (imex_slurm_topology.EXISTING_MAX + 10))
+    found = imex_slurm_topology.existing_file(str(path))
+    assert found["size"] == imex_slurm_topology.EXISTING_MAX + 10 and len(found["content"]) == imex_slurm_topology.EXISTING_MAX

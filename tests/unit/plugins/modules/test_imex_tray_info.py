@@ -301,6 +301,7 @@ def test_the_start_time_is_on_the_wall_clock_of_the_files(run, tmp_path):
 
 
 SCONTROL = '/usr/bin/scontrol'
+SLURMD = '/usr/sbin/slurmd'
 # scontrol show node NAME --oneliner of Slurm 24.05 on a GB200 tray (abridged to the fields that matter).
 SLURM_NODE = ('NodeName=gpu-a07 Arch=aarch64 CoresPerSocket=72 CPUAlloc=144 CPUEfctv=144 CPUTot=144 '
               'Gres=gpu:4 NodeAddr=rack1-tray02 NodeHostName=rack1-tray02 Version=24.05.2 '
@@ -500,10 +501,26 @@ def _slurm_read(run, answer, bins=None, **args):
 def test_slurms_channel_plugin_and_prologs_are_read_from_one_show_config(run):
     ok, result, calls = _slurm_read(run, (0, read_sample('slurm', 'show_config_two_prologs_count1024_no_alloc.txt'), ''))
     assert ok and calls == [[TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'config']]
-    assert result['slurm_config'] == {'installed': True, 'error': None, 'config': {
+    assert result['slurm_config'] == {'installed': True, 'error': None, 'slurmd_version': None, 'config': {
         'switch_type': 'switch/nvidia_imex', 'switch_parameters': 'imex_channel_count=1024', 'imex_channel_count': 1024,
         'prolog_flags': [], 'prolog': ['/etc/slurm/prolog.sh', '/etc/slurm/prolog.d/*'],
-        'epilog': ['/etc/slurm/epilog.sh'], 'version': '24.11.5'}}
+        'epilog': ['/etc/slurm/epilog.sh'], 'version': '24.11.5', 'prolog_timeout': None, 'epilog_timeout': None}}
+
+
+@pytest.mark.parametrize('answer, version', [
+    ((0, 'slurm-wlm 24.11.5\n', ''), '24.11.5'),
+    ((0, 'slurm 26.05.5\n', ''), '26.05.5'),
+    ((1, '', 'slurmd: error: something'), None),
+    ((124, '', ''), None),
+    ((0, 'garbage\n', ''), None),
+])
+def test_the_trays_own_slurmd_release_is_read_beside_slurmctlds_configuration(run, answer, version):
+    def answers(cmd):
+        return answer if cmd[-1] == '-V' else (0, read_sample('slurm', 'show_config_per_job_bed.txt'), '')
+    ok, result, calls = _slurm_read(run, answers, bins={'timeout': TIMEOUT, 'scontrol': SCONTROL, 'slurmd': SLURMD})
+    assert ok and [TIMEOUT, '-k', '5', '30', SLURMD, '-V'] in calls
+    assert result['slurm_config']['slurmd_version'] == version
+    assert result['slurm_config']['config']['version'] == '24.11.5'
 
 
 @pytest.mark.parametrize('answer, error', [
@@ -515,12 +532,13 @@ def test_slurms_channel_plugin_and_prologs_are_read_from_one_show_config(run):
 ])
 def test_a_slurm_config_that_cannot_be_read_is_said_and_the_read_succeeds(run, answer, error):
     ok, result, _calls = _slurm_read(run, answer)
-    assert ok and result['slurm_config'] == {'installed': True, 'config': None, 'error': error}
+    assert ok and result['slurm_config'] == {'installed': True, 'config': None, 'error': error, 'slurmd_version': None}
 
 
 def test_without_scontrol_the_slurm_config_is_not_installed(run):
     ok, result, calls = _slurm_read(run, (0, '', ''), bins={'timeout': TIMEOUT})
-    assert ok and calls == [] and result['slurm_config'] == {'installed': False, 'config': None, 'error': None}
+    assert ok and calls == [] and result['slurm_config'] == {'installed': False, 'config': None, 'error': None,
+                                                            'slurmd_version': None}
 
 
 def test_the_drivers_channel_count_comes_from_the_first_file_that_shows_it(run, tmp_path):

@@ -4,10 +4,16 @@
 each tray, before anything is written."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import driver_channel_count
-from ansible_collections.rackscale.imex.plugins.module_utils._slurm import channel_plugin_config, parse_show_config
+from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
+    channel_plugin_config,
+    parse_show_config,
+    release,
+)
 from ansible_collections.rackscale.imex.plugins.modules import imex_slurm_probe
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
@@ -89,7 +95,8 @@ def test_the_samples_read_as_slurmctld_printed_them():
     bed = slurm_config(BED)["config"]
     assert bed == {"switch_type": "switch/nvidia_imex", "switch_parameters": "imex_channel_count=2048",
                    "imex_channel_count": 2048, "prolog_flags": ["Alloc"], "prolog": ["/etc/slurm/prolog.d/*"],
-                   "epilog": ["/etc/slurm/epilog.d/*"], "version": "24.11.5"}
+                   "epilog": ["/etc/slurm/epilog.d/*"], "version": "24.11.5", "prolog_timeout": None,
+                   "epilog_timeout": None}
     two = slurm_config(TWO_PROLOGS)["config"]
     assert (two["imex_channel_count"], two["prolog_flags"], two["prolog"], two["epilog"]) == (
         1024, [], ["/etc/slurm/prolog.sh", "/etc/slurm/prolog.d/*"], ["/etc/slurm/epilog.sh"])
@@ -121,8 +128,9 @@ def test_a_plugin_count_other_than_the_drivers_names_both_values_and_both_places
     problems = refused(after, *per_job(count=COUNT_16))
     found = [problem for problem in problems if "NVreg_ImexChannelCount=16" in problem]
     assert len(found) == 1, problems
-    assert found[0].startswith("domain rackA, trays a1, a2, a3: Slurm's switch/nvidia_imex hands out channels 1 to "
-                               "2047 (imex_channel_count=2048")
+    assert found[0].startswith("domain rackA, trays a1, a2, a3: Slurm 24.11.5's switch/nvidia_imex hands out channels "
+                               "1 to 2047 (imex_channel_count=2048")
+    assert "before Slurm 25.11 the two counts must be one value" in found[0]
     assert "read from /proc/driver/nvidia/params" in found[0]
     assert "SwitchParameters=imex_channel_count=16 in slurm.conf" in found[0]
     assert '"options nvidia NVreg_ImexChannelCount=2048" in /etc/modprobe.d' in found[0]
@@ -331,3 +339,98 @@ def test_a_probe_whose_tray_was_unreachable_fails_the_domain():
     report = judged_with({"unreachable": True, "msg": "Failed to connect to the host via ssh"})
     assert report["ok"] is False and report["problems"] == [
         "a probe job in partition gpu on a1, a2, a3 failed: Failed to connect to the host via ssh"]
+
+
+# --- the channel pool by slurmctld's release, and the prolog's time limit ----------------------------
+
+def _with(name, **changes):
+    """A sample of a real slurmctld's `scontrol show config`, with lines changed as slurm.conf would change them."""
+    text = read_sample("slurm", name)
+    for key, value in changes.items():
+        text, count = re.subn(r"(?m)^%s(\s*)= .*$" % key, lambda match, v=value, k=key: "%s%s= %s" % (k, match.group(1), v), text)
+        if not count:
+            # A key this release does not print goes into the main section, beside PrologEpilogTimeout.
+            text = text.replace("PrologEpilogTimeout", "%s = %s\nPrologEpilogTimeout" % (key, value), 1)
+    return {"installed": True, "error": None, "config": channel_plugin_config(parse_show_config(text))}
+
+
+@pytest.mark.parametrize("version, plugin_count, driver, accepted", [
+    # before 25.11: channels 1..count-1, so the counts are equal
+    ("24.11.5", 2048, 2048, True), ("25.05.3", 2048, 2048, True), ("24.11.5", 2047, 2048, False),
+    # from 25.11: channels 1..count, so the pool is at most the driver's count - 1
+    ("25.11.0", 2047, 2048, True), ("26.05.5", 2047, 2048, True), ("26.05.5", 1024, 2048, True),
+    ("25.11.0", 2048, 2048, False), ("26.05.5", 2048, 2048, False), ("26.05.0-0rc1", 2048, 2048, False),
+])
+def test_the_channel_pool_is_checked_by_the_rule_of_slurmctlds_release(version, plugin_count, driver, accepted):
+    config = _with(BED, SLURM_VERSION=version, SwitchParameters="imex_channel_count=%d" % plugin_count)
+    count = {"value": driver, "source": "/proc/driver/nvidia/params"}
+    model, options, plan, reads = per_job(config=None, count=count)
+    for tray in reads:
+        reads[tray]["slurm_config"] = config
+    if accepted:
+        assert after(model, options, plan, reads)["warnings"] == []
+        return
+    problems = [problem for problem in refused(after, model, options, plan, reads) if "imex_channel_count" in problem]
+    assert len(problems) == 1, problems
+    assert "Slurm %s's switch/nvidia_imex" % version in problems[0]
+    if version.startswith(("25.11", "26.")):
+        assert "hands out channels 1 to %d" % plugin_count in problems[0]
+        assert "from Slurm 25.11 imex_channel_count must be at most NVreg_ImexChannelCount - 1" in problems[0]
+        assert "SwitchParameters=imex_channel_count=%d in slurm.conf" % (driver - 1) in problems[0]
+    else:
+        assert "before Slurm 25.11 the two counts must be one value" in problems[0]
+
+
+def test_an_unknown_slurmctld_release_refuses_only_what_no_release_accepts():
+    count = {"value": 2048, "source": "/proc/driver/nvidia/params"}
+    for plugin_count, accepted in ((2048, True), (2047, True), (4096, False)):
+        config = _with(BED, SLURM_VERSION="(null)", SwitchParameters="imex_channel_count=%d" % plugin_count)
+        model, options, plan, reads = per_job(config=None, count=count)
+        for tray in reads:
+            reads[tray]["slurm_config"] = config
+        if accepted:
+            warnings = after(model, options, plan, reads)["warnings"]
+            assert any("slurmctld's release (SLURM_VERSION=not shown) is unknown" in warning for warning in warnings)
+        else:
+            problems = refused(after, model, options, plan, reads)
+            assert any("imex_channel_count=4096; SLURM_VERSION not shown unknown" in problem for problem in problems)
+
+
+@pytest.mark.parametrize("changes, refused_phases", [
+    ({"PrologEpilogTimeout": "65534"}, []),
+    ({"PrologEpilogTimeout": "240"}, []),
+    ({"PrologEpilogTimeout": "300"}, []),
+    ({"PrologEpilogTimeout": "120"}, ["prolog", "epilog"]),
+    ({"PrologEpilogTimeout": "65534", "PrologTimeout": "60"}, ["prolog"]),
+    ({"PrologEpilogTimeout": "120", "PrologTimeout": "600", "EpilogTimeout": "600"}, []),
+    ({"PrologEpilogTimeout": "600", "EpilogTimeout": "30"}, ["epilog"]),
+])
+def test_a_slurm_limit_shorter_than_the_programs_own_bound_is_refused_naming_both(changes, refused_phases):
+    total = _plan.SLURM_JOB_BOUNDS["total_timeout_s"]
+    model, options, plan, reads = per_job(config=None)
+    config = _with(BED, **changes)
+    for tray in reads:
+        reads[tray]["slurm_config"] = config
+    if not refused_phases:
+        assert after(model, options, plan, reads)["warnings"] == []
+        return
+    problems = [problem for problem in refused(after, model, options, plan, reads) if "total_timeout_s" in problem]
+    assert len(problems) == len(refused_phases), problems
+    for phase, problem in zip(refused_phases, problems):
+        limit = int(changes.get("%sTimeout" % phase.capitalize(), changes["PrologEpilogTimeout"]))
+        assert problem.startswith("domain rackA, trays a1, a2, a3: slurm.conf gives the per-job %s %d s" % (phase, limit))
+        assert "less than the %d s the program may take" % total in problem
+        assert "to %d or more in slurm.conf" % total in problem
+
+
+def test_the_static_mode_does_not_care_for_the_prolog_limit():
+    config = _with(BED, PrologEpilogTimeout="10")
+    model, options, plan, reads = static(config, every={"imex_mode": "slurm", "imex_channel0": False})
+    assert not [problem for problem in after(model, options, plan, reads)["warnings"] if "total_timeout_s" in problem]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("24.11.5", (24, 11, 5)), ("26.05.0-0rc1", (26, 5, 0)), ("25.11", (25, 11, 0)), (None, None), ("(null)", None),
+])
+def test_slurm_releases_read_as_numbers(text, expected):
+    assert release(text) == expected

@@ -280,3 +280,27 @@ def test_partitions_smaller_than_the_racks_match_what_slurm_26_05_printed():
     blocks, sizes = planned(ACCEPTED_FROM_25_05["two 9-tray partitions next to 18-tray racks"])
     assert topology.topology_differences(blocks, sizes, parse_show_topology(
         read_sample("slurm", "show_topology_26.05_yaml_9_9_18_18_sizes_18_36.txt"))) == []
+
+
+@pytest.mark.parametrize("existing, force, refused_with", [
+    (None, False, None),
+    ({"exists": False, "size": 0, "content": None}, False, None),
+    ({"exists": True, "size": 10, "content": topology.HEADER + "BlockName=rack1 Nodes=a[1-4]\n"}, False, None),
+    # an earlier release's header: the mark is what counts
+    ({"exists": True, "size": 10, "content": "# Slurm blocks, written by rackscale.imex 0.2.0\nBlockName=r1 Nodes=a1\n"},
+     False, None),
+    ({"exists": True, "size": 60, "content": "# site tree\nSwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Switches=s0\n"},
+     False, "its 2 line(s) (2 switch record(s) (a tree topology))"),
+    ({"exists": True, "size": 90, "content": "topology:\n  - topology: tree1\n    cluster_default: true\n"
+                                             "  - topology: block1\n"}, False, "topologies tree1, block1"),
+    ({"exists": True, "size": 60, "content": "SwitchName=s0 Nodes=a[1-4]\n"}, True, None),
+    ({"exists": True, "size": 0, "content": None, "error": "/etc/slurm/topology.conf cannot be read: Permission denied"},
+     False, "Permission denied; whether rackscale.imex wrote it cannot be told"),
+])
+def test_only_a_topology_file_the_collection_wrote_is_replaced_unless_forced(existing, force, refused_with):
+    problem = topology.foreign_file_problem("/etc/slurm/topology.conf", existing, force)
+    if refused_with is None:
+        assert problem is None
+    else:
+        assert problem.startswith("imex_slurm_topology_file = '/etc/slurm/topology.conf'") and refused_with in problem
+        assert "imex_slurm_topology_force=true" in problem
