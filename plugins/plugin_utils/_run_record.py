@@ -100,7 +100,9 @@ def reasons_of(result):
         return []
     if result.get("censored") or result.get("_ansible_no_log"):
         return [NO_LOG_REASON]
-    reasons = [str(problem) for problem in result.get("problems") or []
+    # A problem its message shows as a list item ("- tray a2: ...") is recorded without that bullet: the
+    # summary and the reports put their own.
+    reasons = [re.sub(r"^- ", "", str(problem)) for problem in result.get("problems") or []
                if isinstance(result.get("problems"), list)] if result.get("failed") else []
     items = [item for item in result.get("results") or [] if isinstance(item, Mapping)
              and (item.get("failed") or item.get("unreachable"))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import render_summary
 from ansible_collections.rackscale.imex.plugins.plugin_utils._run_record import (
     NO_LOG_REASON,
     NOT_PROVEN,
@@ -86,7 +87,11 @@ def test_a_refusal_before_any_tray_holds_every_domain_of_the_run():
     assert list(reports) == ["rackA", "rackB"]
     assert reports["rackA"]["verdict"] == NOT_PROVEN and reports["rackA"]["ok"] is False
     assert reports["rackA"]["stopped_at"] == "preflight" and reports["rackA"]["failed_trays"] == ["a2"]
-    assert reports["rackA"]["problems"] == ["- tray a2: imex_address 'x' is not an address"]
+    # The problem's own list bullet is dropped: the summary and the report put theirs ("- - " before).
+    assert reports["rackA"]["problems"] == ["tray a2: imex_address 'x' is not an address"]
+    assert "  - tray a2: imex_address" in reports["rackA"]["message"] and "- -" not in reports["rackA"]["message"]
+    summary = render_summary(record["reports"], "run-1", "2026-11-27T12:00:00Z", "0.3.0", stopped=record)
+    assert "\n- tray a2: imex_address 'x' is not an address\n" in summary and "- -" not in summary
     # rackB's trays are not named: it gets every reason.
     assert reports["rackB"]["problems"] == record["reasons"] and reports["rackB"]["failed_trays"] == []
     assert reports["rackA"]["expected_nodes"] == DOMAINS["rackA"]["addresses"]
