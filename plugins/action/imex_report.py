@@ -12,13 +12,13 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import stat
 import types
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, ensure_directory
 from ansible_collections.rackscale.imex.plugins.plugin_utils._local_files import replace_local
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
 from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import (
     SUMMARY_NAME,
     TEXTFILE_PREFIX,
@@ -40,8 +40,8 @@ ARGUMENT_SPEC = {
 # The collection's root: plugins/action/ is two levels below it.
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Reports name the trays, their addresses and what is broken: for the operator who runs the play
-# (and a group of theirs), not for every account of the controller. A report directory is never left
-# wider than DIR_MODE.
+# (and a group of theirs), not for every account of the controller. A missing report directory is
+# created with DIR_MODE; an existing one is the operator's and keeps its mode and owner.
 DIR_MODE = 0o750
 FILE_MODE = 0o640
 # node_exporter runs as a user of its own (node_exporter, prometheus) and reads the textfile
@@ -100,8 +100,7 @@ def write_reports(directory, reports, paths):
     Raises FileOpError naming the file at fault; the files written before it stay written (and
     listed in ``paths``), the file at fault keeps its old content.
     """
-    if not ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None):
-        narrow_directory(directory, DIR_MODE)
+    ensure_directory(_ALWAYS_WRITE, directory, mode=DIR_MODE, uid=None, gid=None)
     for report in reports:
         path = os.path.join(directory, report["domain"] + ".json")
         try:
@@ -110,20 +109,6 @@ def write_reports(directory, reports, paths):
             raise FileOpError("cannot write %s: the report is not JSON data: %s" % (path, exc)) from exc
         replace_local(path, content, FILE_MODE)
         paths.append(path)
-
-
-def narrow_directory(directory, widest):
-    """Take from an existing directory of ours the permission bits beyond ``widest`` (a 0755 report
-    directory of an earlier version becomes 0750, a 0700 one stays). Another user's directory is left
-    alone: only its owner could change it."""
-    # The set-group-id bit is kept: it gives new reports the directory's group, a group of readers.
-    allowed = widest | stat.S_ISGID
-    try:
-        st = os.stat(directory)
-        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & ~allowed:
-            os.chmod(directory, stat.S_IMODE(st.st_mode) & allowed)
-    except OSError as exc:
-        raise FileOpError("cannot narrow the mode of %s to %04o: %s" % (directory, widest, exc.strerror or exc)) from exc
 
 
 def _read_text(path):
@@ -161,6 +146,11 @@ class ActionModule(ActionBase):
         directory = os.path.abspath(args["dir"])
         result.update(changed=False, dir=directory, paths=[], summary=None, textfiles=[])
         problems = reports_problems(args["reports"]) + reports_problems(args["summary"] or [], "summary")
+        # The preflight refuses these already; a run stopped before it still writes its records here.
+        problems.extend(problem for problem in (controller_dir_problem("dir (imex_report_dir)", directory),
+                                                controller_dir_problem("textfile_dir (imex_textfile_dir)",
+                                                                       args["textfile_dir"]))
+                        if problem)
         if problems:
             result.update(failed=True, msg="; ".join(problems))
             return result

@@ -18,6 +18,12 @@ import stat
 
 # The daemon's log file when config.cfg does not name one (the value the package ships).
 DEFAULT_LOG_FILE = "/var/log/nvidia-imex.log"
+# The directory of the daemon's log files: a path config.cfg names elsewhere is not read back (with
+# LOG_FILE_NAME=/etc/shadow the daemon would append to it, and a failed proof copy its tail out).
+LOG_DIRECTORY = "/var/log"
+# What other software keeps there (files, or directories as their first component): never the daemon's.
+SYSTEM_LOG_NAMES = ("journal", "audit", "auth.log", "syslog", "messages", "secure", "kern.log", "wtmp", "btmp",
+                    "lastlog", "faillog", "dpkg.log", "apt", "sudo.log", "cron", "maillog")
 # Bytes read from the end of a log file: enough for the lines wanted, never the whole file.
 TAIL_READ_BYTES = 64 * 1024
 
@@ -105,6 +111,17 @@ def _directories_down_to(directory):
         current = parent
 
 
+def not_a_daemon_log(path):
+    """Why ``path`` (absolute, normalised) cannot be the daemon's log, else None: it lies outside the
+    log directory, or is another program's log there."""
+    if not path.startswith(LOG_DIRECTORY.rstrip("/") + "/"):
+        return "the daemon's log lies under %s" % LOG_DIRECTORY
+    first = path[len(LOG_DIRECTORY.rstrip("/")) + 1:].split("/")[0]
+    if first in SYSTEM_LOG_NAMES:
+        return "%s/%s belongs to other software, not to the daemon" % (LOG_DIRECTORY.rstrip("/"), first)
+    return None
+
+
 def _stat_directory(path):
     return os.stat(path)
 
@@ -112,7 +129,8 @@ def _stat_directory(path):
 def open_log(path, stat_directory=None):
     """A read-only descriptor of the daemon log at ``path``, or LogRefused saying why not.
 
-    Refused: a path that is not absolute; a directory on the way (after resolving symbolic links in
+    Refused: a path that is not absolute; one that is not the daemon's (:func:`not_a_daemon_log`,
+    after resolving the directories' symbolic links); a directory on the way (after resolving symbolic links in
     the directories, which root alone can have placed once every directory passes) that is not
     root's or that a non-root user can write to, where the file could be swapped between the check
     and the open; a last component that is a symbolic link (O_NOFOLLOW); anything but a regular file
@@ -123,6 +141,9 @@ def open_log(path, stat_directory=None):
     if not path or not os.path.isabs(path):
         raise LogRefused("LOG_FILE_NAME=%s is not an absolute path" % path)
     directory = os.path.realpath(os.path.dirname(os.path.normpath(path)))
+    problem = not_a_daemon_log(os.path.join(directory, os.path.basename(path)))
+    if problem:
+        raise LogRefused("%s is not read: %s" % (path, problem))
     for step in _directories_down_to(directory):
         try:
             st = stat_directory(step)

@@ -16,6 +16,7 @@ import unicodedata
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
+from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import LOG_DIRECTORY, SYSTEM_LOG_NAMES
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
 
 # Every pattern here is matched whole (fullmatch: '$' would accept a trailing newline) and over ASCII
@@ -50,6 +51,35 @@ _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH
 _AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
 # Tray paths the collection writes into config.cfg (or writes to).
 PATH_OPTIONS = ("imex_config_path", "imex_nodes_config_path", "imex_unix_socket", "imex_tls_dir")
+# Files and directories of other software, on a tray and on the controller: no path option may be one
+# of them or lie below one (the collection would overwrite it, make it 0700, or read it back into a
+# report). Remote logins, privileges, scheduled jobs, authentication, units, accounts, the kernel's
+# views, the boot files, the package databases and the system logs.
+OTHER_SOFTWARE_PATHS = (
+    "/etc/ssh", "/root/.ssh", "/etc/sudoers", "/etc/sudoers.d", "/etc/crontab", "/etc/cron.d", "/etc/cron.hourly",
+    "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly", "/etc/anacrontab", "/var/spool/cron",
+    "/etc/pam.d", "/etc/pam.conf", "/etc/security", "/etc/systemd", "/lib/systemd", "/usr/lib/systemd",
+    "/run/systemd", "/etc/init.d", "/etc/passwd", "/etc/passwd-", "/etc/shadow", "/etc/shadow-", "/etc/group",
+    "/etc/group-", "/etc/gshadow", "/etc/gshadow-", "/etc/subuid", "/etc/subgid", "/proc", "/sys", "/boot",
+    "/dev", "/etc/apt", "/var/lib/apt", "/var/lib/dpkg", "/var/lib/rpm", "/var/lib/dnf", "/var/lib/yum",
+    "/etc/yum.repos.d", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ld.so.preload", "/etc/profile",
+    "/etc/profile.d", "/etc/environment", "/etc/hosts", "/etc/resolv.conf", "/etc/fstab", "/etc/modprobe.d",
+    "/etc/sysctl.conf", "/etc/sysctl.d", "/etc/udev",
+) + tuple("/var/log/" + name for name in SYSTEM_LOG_NAMES)
+# Controller directories the run writes its records into.
+CONTROLLER_DIR_OPTIONS = ("imex_report_dir", "imex_textfile_dir")
+# Directories that hold a user's or a service's keys wherever they are.
+KEY_DIRECTORY_NAMES = (".ssh", ".gnupg")
+# The controller's own system trees: a report or gauge directory is never in one (output is not
+# configuration nor software), nor one of the SYSTEM_DIRS themselves.
+CONTROLLER_SYSTEM_TREES = ("/etc", "/usr", "/boot", "/proc", "/sys", "/dev", "/bin", "/sbin", "/lib", "/lib32",
+                           "/lib64")
+CONTROLLER_SYSTEM_DIRS = ("/var/cache", "/var/spool", "/var/mail", "/var/opt", "/var/backups", "/var/local",
+                          "/snap", "/lost+found")
+# The daemon's own log files (config.cfg keys): held under /var/log, where the vendor puts them.
+LOG_SETTINGS = ("LOG_FILE_NAME", "STATS_FILE_NAME")
+# The TLS files the collection writes under imex_tls_dir: nothing else may lie there.
+TLS_DIR_FILES = ("ca.crt", "tray.crt", "tray.key", "reloaded")
 # Task files of the operator's, run on the trays of a domain before and after its restart.
 HOOK_OPTIONS = ("imex_pre_restart_tasks", "imex_post_restart_tasks")
 # Whole-number options and the range each must fall in (seconds unless said).
@@ -238,7 +268,100 @@ def path_problem(option, path):
     if text in SYSTEM_DIRS or os.path.dirname(text) in SYSTEM_DIRS + ("/dev/shm",):
         return ("%s = %s is a system directory or directly in one; it must lie in a directory of its own below "
                 "them (for example /etc/nvidia-imex/...)" % (option, _shown(path)))
+    return _other_software_problem(option, path, text)
+
+
+def _under(path, directory):
+    """True when ``path`` is ``directory`` or lies below it (both absolute and normalised)."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def other_software(path):
+    """The file or directory of other software that ``path`` is or lies in, else None."""
+    for known in OTHER_SOFTWARE_PATHS:
+        if _under(path, known):
+            return known
+    found = [part for part in path.split("/") if part in KEY_DIRECTORY_NAMES]
+    return found[0] if found else None
+
+
+def _other_software_problem(option, path, text):
+    known = other_software(text)
+    if known:
+        return ("%s = %s is %s of other software (%s): the collection would write or read it back; choose a "
+                "path of its own" % (option, _shown(path), "a file or directory" if known == text else "inside one",
+                                     known))
     return None
+
+
+def controller_dir_problem(option, path, cwd=None, resolve=os.path.realpath):
+    """A controller directory the run writes its records into (imex_report_dir, imex_textfile_dir).
+
+    Relative paths are the working directory's. Refused: control characters; a system directory of
+    the controller (SYSTEM_DIRS, CONTROLLER_SYSTEM_DIRS) or anything in its system trees (/etc, /usr,
+    ...); other software's files and directories (OTHER_SOFTWARE_PATHS, any .ssh); each as written and
+    with its symbolic links resolved. A collector directory such as
+    /var/lib/node_exporter/textfile_collector is the operator's to name."""
+    if path is None or path == "":
+        return None
+    text = str(path)
+    problem = _control_problem(option, path)
+    if problem:
+        return problem
+    absolute = os.path.normpath(os.path.join(cwd or os.getcwd(), text))
+    for candidate in dict.fromkeys((absolute, resolve(absolute))):
+        if candidate in SYSTEM_DIRS + CONTROLLER_SYSTEM_DIRS:
+            return ("%s = %s is %s, a system directory of the controller: name a directory of the run's records "
+                    "(the default imex-reports, or for example /var/lib/rackscale-imex/reports)"
+                    % (option, _shown(path), candidate))
+        trees = [tree for tree in CONTROLLER_SYSTEM_TREES if _under(candidate, tree)]
+        if trees:
+            return ("%s = %s lies in %s, a system tree of the controller: name a directory of the run's records "
+                    "(the default imex-reports, or for example /var/lib/rackscale-imex/reports)"
+                    % (option, _shown(path), trees[0]))
+        problem = _other_software_problem(option, path, candidate)
+        if problem:
+            return problem
+    return None
+
+
+def log_setting_problem(key, value):
+    """imex_settings LOG_FILE_NAME or STATS_FILE_NAME: empty (the daemon logs to its journal), or a file of
+    its own under /var/log, absolute and normalised; never another program's (a failed proof reads the
+    log back into the reports)."""
+    option = "imex_settings.%s" % key
+    text = "" if value is None else str(value)
+    # A control character is named once, by settings_problems.
+    if not text or hostile_character(text) is not None:
+        return None
+    if (not text.startswith("/") or os.path.normpath(text) != text or "#" in text
+            or any(character.isspace() for character in text) or not text.startswith(LOG_DIRECTORY + "/")):
+        return ("%s = %s must be an absolute, normalised path of a file under %s without '#' or blanks (the vendor "
+                "default is %s/nvidia-imex.log), or empty for the journal" % (option, _shown(value), LOG_DIRECTORY,
+                                                                            LOG_DIRECTORY))
+    return _other_software_problem(option, value, text)
+
+
+def tray_path_problems(paths):
+    """The tray paths of a run against each other, by rule (no tray is asked): two that are equal or
+    nest (a config inside the TLS directory, the node list as the config) and any file under
+    imex_tls_dir but the TLS files. ``paths``: {label: absolute path} of the paths that are set."""
+    problems = []
+    labels = sorted(paths)
+    for position, first in enumerate(labels):
+        for second in labels[position + 1:]:
+            one, other = paths[first], paths[second]
+            if one == other:
+                problems.append("%s and %s are both %s: each names a file of its own" % (first, second, _shown(one)))
+            elif _under(one, other) or _under(other, one):
+                outer, inner = (first, second) if _under(other, one) else (second, first)
+                if outer == "imex_tls_dir":
+                    problems.append("%s = %s lies in imex_tls_dir = %s, which holds the TLS files (%s) alone"
+                                    % (inner, _shown(paths[inner]), _shown(paths[outer]), ", ".join(TLS_DIR_FILES)))
+                else:
+                    problems.append("%s = %s lies in %s = %s: one path cannot be inside another"
+                                    % (inner, _shown(paths[inner]), outer, _shown(paths[outer])))
+    return problems
 
 
 def hook_problems(options, is_file):
@@ -334,7 +457,7 @@ def string_problems(options):
     that split or disguise a line."""
     problems = []
     for option, value in sorted(options.items()):
-        if option not in TLS_FILE_OPTIONS + PATH_OPTIONS + NAME_OPTIONS:
+        if option not in TLS_FILE_OPTIONS + PATH_OPTIONS + NAME_OPTIONS + CONTROLLER_DIR_OPTIONS:
             problem = _control_problem(option, value)
             if problem:
                 problems.append(problem)
@@ -347,10 +470,34 @@ def option_problems(options, model, is_file=os.path.isfile):
     for option, (low, high) in BOUNDS.items():
         if option in options and not low <= int(options[option]) <= high:
             problems.append("%s = %s is out of range %d..%d" % (option, options[option], low, high))
+    path_failed = False
     for option in PATH_OPTIONS:
         problem = _control_problem(option, options.get(option)) or path_problem(option, options.get(option))
         if problem:
             problems.append(problem)
+            path_failed = True
+    for option in CONTROLLER_DIR_OPTIONS:
+        problem = controller_dir_problem(option, options.get(option))
+        if problem:
+            problems.append(problem)
+    if options.get("imex_report_dir", "imex-reports") == "":
+        problems.append("imex_report_dir is empty: name the controller directory of the run's records (the default "
+                        "is imex-reports)")
+    settings = dict(options.get("imex_settings") or {})
+    logs = {}
+    for key in LOG_SETTINGS:
+        problem = log_setting_problem(key, settings.get(key))
+        if problem:
+            problems.append(problem)
+            path_failed = True
+        elif settings.get(key):
+            logs["imex_settings.%s" % key] = str(settings[key])
+    if not path_failed:
+        paths = {option: str(options[option]) for option in PATH_OPTIONS if options.get(option)}
+        # The stats may share the log's file (the daemon then writes both there).
+        if logs.get("imex_settings.LOG_FILE_NAME") == logs.get("imex_settings.STATS_FILE_NAME"):
+            logs.pop("imex_settings.STATS_FILE_NAME", None)
+        problems.extend(tray_path_problems(dict(paths, **logs)))
     problems.extend(string_problems(options))
     service = options.get("imex_service")
     if service is not None and not is_unit_name(service):

@@ -46,4 +46,6 @@ def root_above(tmp_path, monkeypatch):
             return real_stat(path)
         return os.stat_result((stat.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 4096, 0, 0, 0))
     monkeypatch.setattr(_daemon_log, "_stat_directory", stat_directory)
+    # tmp_path stands for /var/log, the only directory the daemon's log is read from.
+    monkeypatch.setattr(_daemon_log, "LOG_DIRECTORY", inside)
     return tmp_path

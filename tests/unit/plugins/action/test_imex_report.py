@@ -102,19 +102,40 @@ def test_creates_missing_directories_0750_and_files_0640_whatever_the_umask(tmp_
     assert mode_of(tmp_path / "textfiles" / "rackscale_imex_rack1.prom") == 0o644
 
 
-@pytest.mark.parametrize("before, after", [(0o700, 0o700), (0o755, 0o750), (0o777, 0o750), (0o2770, 0o2750)])
-def test_an_existing_directory_is_never_left_wider_than_0750(tmp_path, before, after):
+@pytest.mark.parametrize("mode", [0o700, 0o755, 0o777, 0o2770])
+def test_an_existing_directory_keeps_its_mode(tmp_path, mode):
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "rack1.json").write_text("old\n")
     os.chmod(reports / "rack1.json", 0o666)
-    os.chmod(reports, before)
+    os.chmod(reports, mode)
 
-    run_action({"dir": str(reports), "reports": [report("rack1")]})
+    run_action({"dir": str(reports), "reports": [report("rack1")], "textfile_dir": str(reports)})
 
-    assert mode_of(reports) == after
+    assert mode_of(reports) == mode
     assert mode_of(reports / "rack1.json") == 0o640  # the report gets its documented mode
     assert read_report(reports / "rack1.json") == REPORT
+
+
+@pytest.mark.parametrize(("given", "refused"), [
+    ({"dir": "/etc"}, "dir (imex_report_dir) = '/etc' is /etc, a system directory of the controller"),
+    ({"dir": "/var/lib"}, "dir (imex_report_dir) = '/var/lib' is /var/lib, a system directory of the controller"),
+    ({"dir": "/etc/ssh"}, "dir (imex_report_dir) = '/etc/ssh' lies in /etc, a system tree of the controller"),
+    ({"dir": "/var/lib/dpkg"}, "dir (imex_report_dir) = '/var/lib/dpkg' is a file or directory of other software "
+                               "(/var/lib/dpkg)"),
+    ({"textfile_dir": "/"}, "textfile_dir (imex_textfile_dir) = '/' is /, a system directory of the controller"),
+])
+def test_a_system_directory_of_the_controller_is_refused_and_nothing_written(tmp_path, given, refused):
+    args = dict({"dir": str(tmp_path / "reports"), "reports": [report("rack1")], "summary": [report("rack1")]},
+                **given)
+    def seen():
+        return {path: (os.stat(path).st_mode, os.stat(path).st_uid, os.stat(path).st_mtime_ns)
+                for path in ("/", "/etc", "/var/lib")}
+    before = seen()
+    result = run_action(args)
+    assert result["failed"] is True and result["msg"].startswith(refused), result["msg"]
+    assert result["paths"] == [] and not (tmp_path / "reports").exists()
+    assert seen() == before
 
 
 def test_another_user_s_report_directory_is_left_as_it_is(tmp_path):

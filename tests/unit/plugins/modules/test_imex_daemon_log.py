@@ -174,8 +174,10 @@ def test_the_reason_is_kept_when_the_journal_fails_too(run, tmp_path):
     assert result['_exit_code'] == 1 and result['refused'].startswith('%s cannot be opened: ' % (tmp_path / 'absent.log'))
 
 
-def test_a_file_under_a_sticky_world_writable_directory_is_refused_without_stand_ins(tmp_path):
-    # No stand-in here: pytest's tmp_path lies under /tmp (1777), where anyone can plant a file.
+def test_a_file_under_a_sticky_world_writable_directory_is_refused_without_stand_ins(tmp_path, monkeypatch):
+    # No stand-in for the directories here: pytest's tmp_path lies under /tmp (1777), where anyone can
+    # plant a file; tmp_path stands for the log directory alone.
+    monkeypatch.setattr(_daemon_log, 'LOG_DIRECTORY', str(tmp_path))
     open_to_all = [str(parent) for parent in tmp_path.parents if stat.S_IMODE(os.stat(str(parent)).st_mode) & 0o002]
     if not open_to_all:
         pytest.skip('no world-writable directory above %s' % tmp_path)
@@ -184,3 +186,22 @@ def test_a_file_under_a_sticky_world_writable_directory_is_refused_without_stand
     with pytest.raises(_daemon_log.LogRefused) as refused:
         _daemon_log.read_tail(str(log))
     assert str(refused.value).startswith('%s is not read: its directory %s is writable by everyone' % (log, open_to_all[-1]))
+
+
+OUTSIDE = "the daemon's log lies under /var/log"
+
+
+@pytest.mark.parametrize(('named', 'reason'), [
+    ('/etc/shadow', OUTSIDE), ('/var/log/../../etc/shadow', OUTSIDE), ('/var/log', OUTSIDE),
+    ('/var/log/auth.log', '/var/log/auth.log belongs to other software, not to the daemon'),
+    ('/var/log/journal/x/system.journal', '/var/log/journal belongs to other software, not to the daemon')])
+def test_a_file_that_is_not_the_daemons_log_is_never_read_back(named, reason):
+    with pytest.raises(_daemon_log.LogRefused) as refused:
+        _daemon_log.open_log(named)
+    assert str(refused.value) == '%s is not read: %s' % (named, reason)
+
+
+def test_the_module_reads_the_journal_instead_of_a_file_outside_the_log_directory(run, tmp_path):
+    result, calls = run({'config': config_naming(tmp_path, '/etc/shadow')}, journal=(0, 'from the journal\n', ''))
+    assert result['source'] == 'journal' and result['lines'] == ['from the journal']
+    assert result['refused'] == "/etc/shadow is not read: the daemon's log lies under %s" % tmp_path

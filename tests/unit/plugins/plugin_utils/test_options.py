@@ -317,3 +317,130 @@ def test_a_blank_string_is_empty_for_every_dict_and_list_option(blank):
     assert collections == ["imex_channels", "imex_settings", "imex_trays_out_of_service"]
     for name in collections:
         assert convert_option(name, blank) == ({} if OPTION_TYPES[name] == "dict" else [], None), name
+
+
+# The controller directories of the run's records.
+@pytest.mark.parametrize("path", ["imex-reports", "reports/rack1", "/var/lib/node_exporter/textfile_collector",
+                                  "/var/lib/prometheus/node-exporter", "/srv/imex/reports", "/home/ops/imex"])
+def test_record_directories_of_the_operator_pass(path):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
+    for option in ("imex_report_dir", "imex_textfile_dir"):
+        assert controller_dir_problem(option, path, cwd="/home/ops", resolve=lambda found: found) is None
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    ("/", "is /, a system directory of the controller"),
+    ("/etc", "is /etc, a system directory of the controller"),
+    ("/usr", "is /usr, a system directory of the controller"),
+    ("/var/lib", "is /var/lib, a system directory of the controller"),
+    ("/var/lib/", "is /var/lib, a system directory of the controller"),
+    ("/var/cache", "is /var/cache, a system directory of the controller"),
+    ("/etc/ssh", "lies in /etc, a system tree of the controller"),
+    ("/usr/share/imex", "lies in /usr, a system tree of the controller"),
+    ("../../../etc", "is /etc, a system directory of the controller"),
+    ("/var/lib/dpkg", "is a file or directory of other software (/var/lib/dpkg)"),
+    ("/var/lib/dpkg/info", "is inside one of other software (/var/lib/dpkg)"),
+    ("/root/.ssh", "is a file or directory of other software (/root/.ssh)"),
+    ("/home/ops/.ssh/reports", "is inside one of other software (.ssh)"),
+    ("/var/log/journal", "is a file or directory of other software (/var/log/journal)"),
+])
+def test_system_and_other_software_directories_of_the_controller_are_refused(path, reason):
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
+    for option in ("imex_report_dir", "imex_textfile_dir"):
+        problem = controller_dir_problem(option, path, cwd="/home/ops", resolve=lambda found: found)
+        assert problem and problem.startswith("%s = %r %s" % (option, path, reason)), problem
+
+
+def test_a_record_directory_that_is_a_link_to_a_system_directory_is_refused():
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
+    problem = controller_dir_problem("imex_report_dir", "/srv/reports", resolve={"/srv/reports": "/etc"}.get)
+    assert problem.startswith("imex_report_dir = '/srv/reports' is /etc, a system directory of the controller")
+
+
+def test_the_record_directories_are_checked_with_the_options():
+    assert option_problems({"imex_report_dir": "/etc", "imex_textfile_dir": "reports\n"}, NO_DOMAINS) == [
+        "imex_report_dir = '/etc' is /etc, a system directory of the controller: name a directory of the run's "
+        "records (the default imex-reports, or for example /var/lib/rackscale-imex/reports)",
+        "imex_textfile_dir: value 'reports\\n' contains a control character or line separator"]
+    assert option_problems({"imex_report_dir": ""}, NO_DOMAINS) == [
+        "imex_report_dir is empty: name the controller directory of the run's records (the default is imex-reports)"]
+    assert option_problems({"imex_report_dir": "imex-reports", "imex_textfile_dir": ""}, NO_DOMAINS) == []
+
+
+# The daemon's own log files.
+@pytest.mark.parametrize("path", ["/var/log/nvidia-imex.log", "/var/log/imex/rack1.log", ""])
+def test_daemon_logs_under_var_log_pass(path):
+    assert option_problems({"imex_settings": {"LOG_FILE_NAME": path, "STATS_FILE_NAME": path}}, NO_DOMAINS) == []
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    ("/etc/shadow", "must be an absolute, normalised path of a file under /var/log"),
+    ("/var/log", "must be an absolute, normalised path of a file under /var/log"),
+    ("/var/log/../../etc/shadow", "must be an absolute, normalised path of a file under /var/log"),
+    ("var/log/imex.log", "must be an absolute, normalised path of a file under /var/log"),
+    ("/var/log/imex #1.log", "must be an absolute, normalised path of a file under /var/log"),
+    ("/var/log/auth.log", "is a file or directory of other software (/var/log/auth.log)"),
+    ("/var/log/journal/imex.log", "is inside one of other software (/var/log/journal)"),
+])
+def test_a_daemon_log_anywhere_else_is_refused_naming_the_key(path, reason):
+    for key in ("LOG_FILE_NAME", "STATS_FILE_NAME"):
+        problems = option_problems({"imex_settings": {key: path}}, NO_DOMAINS)
+        assert len(problems) == 1 and problems[0].startswith("imex_settings.%s = %r %s" % (key, path, reason)), problems
+
+
+# The tray paths against each other and against other software.
+DEFAULT_PATHS = {"imex_config_path": "/etc/nvidia-imex/config.cfg",
+                 "imex_nodes_config_path": "/etc/nvidia-imex/nodes_config.cfg",
+                 "imex_unix_socket": "/etc/nvidia-imex/imex_ctrl.sock", "imex_tls_dir": "/etc/nvidia-imex/tls"}
+
+
+def test_the_default_tray_paths_pass():
+    assert option_problems(dict(DEFAULT_PATHS), NO_DOMAINS) == []
+
+
+@pytest.mark.parametrize(("changes", "refused"), [
+    ({"imex_nodes_config_path": "/etc/nvidia-imex/config.cfg"},
+     "imex_config_path and imex_nodes_config_path are both '/etc/nvidia-imex/config.cfg': each names a file of its own"),
+    ({"imex_config_path": "/etc/nvidia-imex/tls/config.cfg"},
+     "imex_config_path = '/etc/nvidia-imex/tls/config.cfg' lies in imex_tls_dir = '/etc/nvidia-imex/tls', which "
+     "holds the TLS files (ca.crt, tray.crt, tray.key, reloaded) alone"),
+    ({"imex_settings": {"LOG_FILE_NAME": "/var/log/imex/tls/x.log"}, "imex_tls_dir": "/var/log/imex/tls"},
+     "imex_settings.LOG_FILE_NAME = '/var/log/imex/tls/x.log' lies in imex_tls_dir = '/var/log/imex/tls', which holds the "
+     "TLS files (ca.crt, tray.crt, tray.key, reloaded) alone"),
+    ({"imex_unix_socket": "/etc/nvidia-imex/config.cfg/ctl.sock"},
+     "imex_unix_socket = '/etc/nvidia-imex/config.cfg/ctl.sock' lies in imex_config_path = "
+     "'/etc/nvidia-imex/config.cfg': one path cannot be inside another"),
+    ({"imex_settings": {"LOG_FILE_NAME": "/var/log/imex.log", "STATS_FILE_NAME": "/var/log/imex.log"}}, None),
+])
+def test_tray_paths_that_are_equal_or_nest_are_refused(changes, refused):
+    problems = option_problems(dict(DEFAULT_PATHS, **changes), NO_DOMAINS)
+    assert problems == ([refused] if refused else [])
+
+
+@pytest.mark.parametrize(("option", "path", "known"), [
+    ("imex_config_path", "/etc/ssh/sshd_config", "/etc/ssh"),
+    ("imex_config_path", "/root/.ssh/id_ed25519", "/root/.ssh"),
+    ("imex_config_path", "/proc/sys/kernel/core_pattern", "/proc"),
+    ("imex_nodes_config_path", "/etc/sudoers.d/imex", "/etc/sudoers.d"),
+    ("imex_nodes_config_path", "/etc/cron.d/imex", "/etc/cron.d"),
+    ("imex_config_path", "/etc/pam.d/imex", "/etc/pam.d"),
+    ("imex_config_path", "/etc/systemd/system/imex.service", "/etc/systemd"),
+    ("imex_config_path", "/usr/lib/systemd/system/nvidia-imex.service", "/usr/lib/systemd"),
+    ("imex_tls_dir", "/sys/kernel/imex", "/sys"),
+    ("imex_tls_dir", "/boot/grub/imex", "/boot"),
+    ("imex_unix_socket", "/home/ops/.ssh/ctl.sock", ".ssh"),
+    ("imex_config_path", "/etc/security/limits.conf", "/etc/security"),
+])
+def test_tray_paths_of_other_software_are_refused(option, path, known):
+    problems = option_problems(dict(DEFAULT_PATHS, **{option: path}), NO_DOMAINS)
+    assert len(problems) == 1 and problems[0].startswith("%s = %r is " % (option, path)) \
+        and problems[0].endswith("of other software (%s): the collection would write or read it back; choose a "
+                                 "path of its own" % known), problems
+
+
+@pytest.mark.parametrize(("option", "path"), [("imex_config_path", "/etc/shadow"), ("imex_config_path", "/etc/passwd"),
+                                              ("imex_nodes_config_path", "/etc/group"), ("imex_tls_dir", "/proc")])
+def test_account_files_and_kernel_views_are_refused_as_system_paths(option, path):
+    problems = option_problems(dict(DEFAULT_PATHS, **{option: path}), NO_DOMAINS)
+    assert problems == ["%s = %r is a system directory or directly in one; it must lie in a directory of its own "
+                        "below them (for example /etc/nvidia-imex/...)" % (option, path)]
