@@ -262,9 +262,18 @@ def locks_after(lock_records, runs, killed_holders):
     return not problems, "; ".join(problems) or ("ok" + (" (unread: %s)" % unread if unread else ""))
 
 
-def lock_examined(run_events):
-    """(first, last): the span within which the run's lock stage looked at its domains' locks, from
-    the start of the lock task to its result; None when the run never reached it."""
+def lock_examined(run_events, domain=None):
+    """(first, last): the span within which the run's lock stage looked at `domain`'s lock: the
+    moment its new lock was written when its item took one (``taken_at``, the lock's own since),
+    else from the start of the lock task to its result; None when the run never reached it."""
+    for event in run_events:
+        if event.get("task") != LOCK_TASK or event.get("type") == "task_start":
+            continue
+        for item in event.get("items") or []:
+            name = item.get("item")
+            name = name.get("domain") if isinstance(name, dict) else name
+            if name == domain and item.get("taken_at") is not None:
+                return item["taken_at"], item["taken_at"]
     first = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") == "task_start"), None)
     last = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") != "task_start"), None)
     if first is None:

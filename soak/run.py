@@ -591,7 +591,7 @@ class Soak:
             for domain in run["domains"]:
                 held = self.killed_locks.get(domain)
                 if held and held["owner"] != run.get("owner"):
-                    fine, why = inv.refused_while_locked(run, domain, held["stale_at"], inv.lock_examined(run["events"]))
+                    fine, why = inv.refused_while_locked(run, domain, held["stale_at"], inv.lock_examined(run["events"], domain))
                     if not fine:
                         problems.append(why)
         for domain, held in list(self.killed_locks.items()):

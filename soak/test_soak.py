@@ -260,27 +260,33 @@ def test_a_run_during_a_killed_run_s_fresh_lock_must_refuse_with_locked_by():
 
 
 def lock_stage(start, examined_at, took_over, owner="run-b", holder="run-k", since=40.0):
-    """A run's events: it starts at `start` and its lock stage looks at rack1's lock at `examined_at`."""
+    """A run's events: it starts at `start` and its lock stage looks at rack1's lock at `examined_at`
+    (and takes it over then, writing its own lock with that since, when took_over)."""
     return [{"type": "task_start", "task": "Plan the run on the controller", "time": start + 1},
             {"type": "task_start", "task": inv.LOCK_TASK, "time": examined_at - 0.5},
-            {"type": "ok", "task": inv.LOCK_TASK, "host": "rack1-tray01", "time": examined_at, "items": [
+            {"type": "ok", "task": inv.LOCK_TASK, "host": "rack1-tray01", "time": examined_at + 0.5, "items": [
                 {"item": {"domain": "rack1", "holder": "rack1-tray01"}, "owner": owner, "holder": holder,
-                 "since": since, "took_over": took_over, "delegated": "rack1-tray01"}]}]
+                 "since": since, "took_over": took_over, "delegated": "rack1-tray01",
+                 "taken_at": examined_at if took_over else None}]}]
 
 
 def test_a_run_that_started_before_a_killed_lock_went_stale_may_take_it_over_at_its_lock_stage():
-    # Seed 424242, step 17: the run started 2 s before the killed run's lock went stale (since 40,
-    # stale_after 60: stale at 100) and reached its lock stage 5 s later, when it took it over.
-    events = lock_stage(start=98.0, examined_at=103.0, took_over=True)
-    run = {"name": "17/site_change", "rc": 4, "output": "... took over the abandoned lock ...", "start": 98.0,
+    # Seed 424242 (step 17 in the issue, step 16 in its replay): the run started 2 s before the
+    # killed run's lock went stale (since 40, stale_after 60: stale at 100), reached its lock stage
+    # later and took the lock over at 100.8 (the since of its own new lock).
+    events = lock_stage(start=98.0, examined_at=100.8, took_over=True)
+    run = {"name": "16/site-a", "rc": 0, "output": "... took over the abandoned lock ...", "start": 98.0,
            "events": events}
-    assert inv.lock_examined(events) == (102.5, 103.0)
-    assert inv.refused_while_locked(run, "rack1", stale_at=100.0, examined=inv.lock_examined(events))[0] is True
-    # The same takeover judged by the run's start was the false alarm.
+    assert inv.lock_examined(events, "rack1") == (100.8, 100.8)
+    assert inv.refused_while_locked(run, "rack1", stale_at=100.0, examined=inv.lock_examined(events, "rack1"))[0] is True
+    # A takeover before the lock was stale fails, whenever the run started.
     early = lock_stage(start=90.0, examined_at=95.0, took_over=True)
-    ok, detail = inv.refused_while_locked(dict(run, events=early), "rack1", 100.0, inv.lock_examined(early))
+    ok, detail = inv.refused_while_locked(dict(run, events=early), "rack1", 100.0, inv.lock_examined(early, "rack1"))
     assert ok is False and "5 s before the killed run's lock went stale" in detail
-    assert inv.lock_examined([{"type": "task_start", "task": "Plan the run", "time": 1}]) is None
+    # Without the moment of its own lock (a take that recorded none): the lock task's span.
+    untaken = lock_stage(start=98.0, examined_at=103.0, took_over=False)
+    assert inv.lock_examined(untaken, "rack1") == (102.5, 103.5)
+    assert inv.lock_examined([{"type": "task_start", "task": "Plan the run", "time": 1}], "rack1") is None
 
 
 # ---------------------------------------------------------------- 6, 7, 8

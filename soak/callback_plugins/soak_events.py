@@ -65,7 +65,9 @@ class CallbackModule(CallbackBase):
                                 if isinstance(item, dict) else None,
                                 # The lock module's view of the lock it found: when it judged it, and whether it
                                 # took over a stale one (the soak judges a takeover at that moment).
-                                **({key: item.get(key) for key in LOCK_KEYS if key in item} if isinstance(item, dict) else {})}
+                                **({key: item.get(key) for key in LOCK_KEYS if key in item} if isinstance(item, dict) else {}),
+                                "taken_at": ((item.get("lock") or {}).get("since")
+                                             if isinstance(item, dict) and isinstance(item.get("lock"), dict) else None)}
                                for item in items]
         owner = ((res.get("invocation") or {}).get("module_args") or {}).get("owner")
         if owner:
