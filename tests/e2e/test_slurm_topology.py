@@ -4,7 +4,8 @@
 The bed (fixture slurm_bed, from tests/e2e/conftest.py) runs slurmctld on the host slurmctl of the
 group slurm_controllers, with TopologyPlugin=topology/block in /etc/slurm/slurm.conf and a
 hand-written /etc/slurm/topology.conf; each tray rack<R>-tray<NN> is the Slurm node of that name.
-The playbook must replace the file (with a backup), reconfigure Slurm so that `scontrol show
+The playbook must refuse to replace that file (the collection did not write it) unless forced, then
+replace it (with a backup), reconfigure Slurm so that `scontrol show
 topology` lists one block per rack in inventory order, change nothing on a second run, predict a
 change under --check --diff without making it, and refuse bad input leaving the file as it was.
 """
@@ -67,9 +68,14 @@ class TestSlurmTopology:
 
     hand_written = None
 
-    def test_the_first_run_replaces_the_hand_written_file_and_slurm_runs_it(self, bed):
+    def test_the_first_run_replaces_the_hand_written_file_only_when_forced_and_slurm_runs_it(self, bed):
         TestSlurmTopology.hand_written = file_on_controller(bed)
-        run = run_playbook(PLAYBOOK, bed.inventory)
+        refused = run_playbook(PLAYBOOK, bed.inventory)
+        assert refused.rc != 0
+        assert ("imex_slurm_topology_file = '%s' holds a topology rackscale.imex did not write" % TOPOLOGY
+                in "\n".join(refused.failure_messages())), refused.stdout[-3000:]
+        assert file_on_controller(bed) == TestSlurmTopology.hand_written
+        run = run_playbook(PLAYBOOK, bed.inventory, cmdline_vars={"imex_slurm_topology_force": "true"})
         assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
         assert run.changed_hosts() == [CONTROLLER]
         result = action_result(run)
@@ -99,7 +105,10 @@ class TestSlurmTopology:
         ours = file_on_controller(bed)
         # Someone puts the hand-written file back behind Ansible's back.
         on_controller(bed, "sh", "-c", "printf '%%s' \"$1\" > %s" % TOPOLOGY, "sh", TestSlurmTopology.hand_written)
-        run = run_playbook(PLAYBOOK, bed.inventory, check=True, diff=True)
+        # A file the collection did not write is only replaced when forced, under --check too.
+        assert run_playbook(PLAYBOOK, bed.inventory, check=True).rc != 0
+        forced = {"imex_slurm_topology_force": "true"}
+        run = run_playbook(PLAYBOOK, bed.inventory, check=True, diff=True, cmdline_vars=forced)
         assert run.rc == 0, run.failure_messages()
         result = action_result(run)
         assert result["changed"] is True and result["reconfigured"] is False
@@ -107,7 +116,7 @@ class TestSlurmTopology:
         assert file_on_controller(bed) == TestSlurmTopology.hand_written
         # Slurm still runs our blocks (the hand-written file was never read by it).
         assert result["differences"] == []
-        repaired = run_playbook(PLAYBOOK, bed.inventory)
+        repaired = run_playbook(PLAYBOOK, bed.inventory, cmdline_vars=forced)
         assert repaired.rc == 0 and repaired.changed_hosts() == [CONTROLLER]
         assert file_on_controller(bed) == ours
 

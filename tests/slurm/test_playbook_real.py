@@ -67,12 +67,18 @@ def daemon(slurmctld):
 
 def test_the_playbook_writes_reconfigures_and_then_changes_nothing(daemon, tmp_path):
     path = inventory(tmp_path, daemon)
-    rc, result, found = playbook(path, tmp_path, "--check", "--diff")
+    # The hand-written file holds no header of the collection's: replaced only when forced.
+    rc, result, found = playbook(path, tmp_path, "--check")
+    assert rc != 0 and ("imex_slurm_topology_file = '/etc/slurm/topology.conf' holds a topology rackscale.imex did "
+                        "not write (no header of its own): replacing it would lose its 1 line(s) (1 block record(s))"
+                        in result["msg"]), found[-4000:]
+    force = ("-e", "imex_slurm_topology_force=true")
+    rc, result, found = playbook(path, tmp_path, "--check", "--diff", *force)
     assert rc == 0, found[-4000:]
     assert result["changed"] and daemon.read_etc("topology.conf") == HAND_WRITTEN
     assert result["diff"]["before"] == HAND_WRITTEN and "BlockName=rack2 Nodes=rack2-tray01," in result["diff"]["after"]
 
-    rc, result, found = playbook(path, tmp_path)
+    rc, result, found = playbook(path, tmp_path, *force)
     assert rc == 0, found[-4000:]
     assert result["changed"] and result["reconfigured"] and result["differences"] == []
     assert daemon.read_etc("topology.conf") == result["diff"]["after"] if "diff" in result else True
