@@ -1,0 +1,358 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whole runs of the imex role on a simulated domain, through the plan's stages, in milliseconds.
+
+The trays start from recorded reads (reads/*.json: imex_tray_info's results on the simulated rack,
+re-recorded by tools/record-reads) and change as a run changes them: its writes, restarts and starts.
+A run calls the functions of plugin_utils/_plan.py in the order the action plugin and the role's
+tasks do (preflight, locks, read, then per wave: writes, status read, restart, pre-restart tasks,
+guard, lock check, restarts, proof, verdicts; the locks released at the end), looked up on the module
+at each call, so that a test can alter the plan on purpose (monkeypatch) and see an invariant fail.
+What each stage's Ansible task does on a tray (imex_nodes_config, imex_config, systemd) is what this
+file models; what the plan decides is never modelled here.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+
+from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
+from ansible_collections.rackscale.imex.plugins.module_utils._nodes import nodes_checksum, render_nodes, validate_nodes
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import role_options
+
+READS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reads")
+SERVICE = "nvidia-imex"
+# Seconds between two things that happen on the simulated trays (writes, starts): well above the
+# plan's one second of slack between a file's change time and a daemon's start.
+TICK = 10.0
+
+
+def recorded(state):
+    """The fixture of one recorded state: {state, description, domain, options, reads}."""
+    with open(os.path.join(READS, state + ".json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _sha(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Tray:
+    """One simulated tray: its files (as its recorded read describes them), its daemon, its work."""
+
+    def __init__(self, name, address, read, clock):
+        self.name, self.address = name, address
+        self.template = copy.deepcopy(read)
+        self.files = {path: dict(found) for path, found in (read.get("files") or {}).items()}
+        self.running = (read.get("services") or {}).get(SERVICE) == "active"
+        self.started = (read.get("services_started") or {}).get(SERVICE) if self.running else None
+        # What the daemon runs: the checksums of its files when it started.
+        self.runs = self._on_disk() if self.running else None
+        self.work = list(read.get("compute_apps") or [])
+        self.reachable = True
+        self.clock = clock
+        # The release the running daemon runs (the installed one once a run starts it).
+        self.release = (read.get("daemon_release") or {}).get("running")
+        self.instance = copy.deepcopy((read.get("services_instance") or {}).get(SERVICE))
+
+    def _on_disk(self):
+        return {path: found.get("sha256") for path, found in self.files.items()}
+
+    def read(self, entry):
+        """imex_tray_info's result for the plan's tray entry: the recorded read with today's state."""
+        read = copy.deepcopy(self.template)
+        read["files"] = {path: copy.deepcopy(self.files.get(path) or {"exists": False, "error": None})
+                         for path in entry["read_files"]}
+        read["services"] = {SERVICE: "active" if self.running else "inactive"}
+        read["services_started"] = {SERVICE: self.started if self.running else None}
+        read["compute_apps"] = copy.deepcopy(self.work)
+        if read.get("daemon_release"):
+            read["daemon_release"] = dict(read["daemon_release"], running=self.release if self.running else None)
+        if "services_instance" in read:
+            read["services_instance"] = {SERVICE: copy.deepcopy(self.instance) if self.running else None}
+        return read
+
+    def write(self, path, text):
+        """The write modules' atomic replace: new content, change time now. True when it changed."""
+        found = self.files.get(path) or {}
+        if found.get("content") == text:
+            return False
+        self.files[path] = dict(found, exists=True, content=text, sha256=_sha(text), ctime=self.clock.now(),
+                                uid=0, gid=0, mode=found.get("mode") or "0644", error=None)
+        return True
+
+    def start(self):
+        self.running, self.started, self.runs = True, self.clock.now(), self._on_disk()
+        self.release = self.template.get("imex_version")
+        # A new instance of the unit: it began to start now, and no record says what it loaded.
+        self.instance = {"inactive_exit": self.started, "invocation_id": "started-at-%d" % self.started,
+                         "loaded": None}
+
+    def stop(self):
+        self.running, self.started, self.runs = False, None, None
+
+
+class Clock:
+    def __init__(self, start):
+        self.time = start
+
+    def now(self):
+        self.time += TICK
+        return self.time
+
+
+class Bed:
+    """A simulated domain built from a recorded state: its trays, their locks, what happened to them."""
+
+    def __init__(self, state="healthy"):
+        fixture = recorded(state)
+        domain = fixture["domain"]
+        self.domain, self.trays_in_order = domain["name"], list(domain["trays"])
+        reads = fixture["reads"]
+        base = recorded("healthy")["reads"]
+        latest = max(float((read.get("services_started") or {}).get(SERVICE) or 0) for read in base.values())
+        self.clock = Clock(latest + 3600)
+        self.trays = {}
+        for tray, address in zip(domain["trays"], domain["addresses"]):
+            read = reads.get(tray) or {}
+            # A tray the run could not reach registered its failure, not a read: it is as the healthy
+            # state left it, behind a cut link.
+            reached = bool(read) and not read.get("unreachable")
+            self.trays[tray] = Tray(tray, address, read if reached else base[tray], self.clock)
+            self.trays[tray].reachable = reached or not read
+        self.model = build_model({"imex_domains": list(domain["trays"]), self.domain: list(domain["trays"])},
+                                 {tray: {"imex_address": address}
+                                  for tray, address in zip(domain["trays"], domain["addresses"])},
+                                 domain_groups=[self.domain])
+        self.locks = {}  # tray: run id holding the lock file there
+        self.events = []  # (what, run id, trays) in the order they happened
+
+    def snapshot(self):
+        return {tray: {path: found.get("sha256") for path, found in entry.files.items()}
+                for tray, entry in self.trays.items()}
+
+    def status(self, plan, name):
+        """imex_status as the domain's leader reads it: READY where a daemon runs and runs the same node
+        list as the leader's (else the daemons would answer !M!), the domain UP when every tray in
+        service is READY."""
+        domain = plan["domains"][name]
+        leader = self.trays[domain["leader"]]
+        node_list = plan["trays"][domain["leader"]]["read_files"][0]
+        nodes, down = [], []
+        for index, (tray, address) in enumerate(zip(domain["trays"], domain["addresses"])):
+            entry = self.trays[tray]
+            ready = (entry.running and entry.reachable and leader.running
+                     and (entry.runs or {}).get(node_list) == (leader.runs or {}).get(node_list))
+            nodes.append({"index": index, "address": address, "status": "READY" if ready else "UNAVAILABLE",
+                          "hostname": tray, "reported": True})
+            if not ready and tray not in domain["out_of_service"]:
+                down.append(tray)
+        healthy = leader.running and not down
+        return {"domain_state": "UP" if healthy else "DEGRADED", "local_state": "READY" if leader.running else "DOWN",
+                "healthy": healthy, "nodes": nodes, "broken_pairs": [], "source": "json", "elapsed": 0.1,
+                "problems": ["tray %s is not READY" % tray for tray in down]}
+
+
+class Refused(Exception):
+    def __init__(self, stage, problems):
+        super().__init__("\n".join(problems))
+        self.stage, self.problems = stage, list(problems)
+
+
+class Outcome:
+    """What one run did and said."""
+
+    def __init__(self, run_id):
+        self.run_id = run_id
+        self.stopped_at = None
+        self.problems = []
+        self.written = {}       # tray: [what] written for real
+        self.would_write = {}   # tray: [what] the write tasks reported changed (check mode and predictions too)
+        self.restarted = []     # trays
+        self.planned_restart = []  # domains the restart stage decided to restart
+        self.started = []       # trays
+        self.verdicts = {}
+        self.plans = []         # the plan after each stage
+
+    @property
+    def refused(self):
+        return self.stopped_at is not None
+
+    def decisions(self):
+        """What a --check run must predict of the real one: the writes, restarts and refusal."""
+        return {"stopped_at": self.stopped_at, "problems": self.problems, "writes": self.would_write,
+                "restart": self.planned_restart}
+
+
+def tray_options(bed, every=None, by_tray=None):
+    return {tray: role_options(**dict(every or {}, **(by_tray or {}).get(tray, {}))) for tray in bed.trays_in_order}
+
+
+class Run:
+    """One run of site.yml against the bed, stage by stage (a generator, so that two runs can interleave)."""
+
+    def __init__(self, bed, run_id="run-1", every=None, by_tray=None, limit=None, out_of_service=(), check=False,
+                 pre_restart=None):
+        self.bed, self.check = bed, check
+        self.outcome = Outcome(run_id)
+        options = dict(every or {})
+        options["imex_trays_out_of_service"] = list(out_of_service)
+        self.options = tray_options(bed, options, by_tray)
+        self.play = [tray for tray in bed.trays_in_order if limit is None or tray in limit]
+        # The operator's pre-restart tasks: called with the run and the wave right before the guard.
+        self.pre_restart = pre_restart
+        self.taken = []
+
+    def __iter__(self):
+        try:
+            yield from self._stages()
+        except Refused as refusal:
+            self.outcome.stopped_at, self.outcome.problems = refusal.stage, refusal.problems
+        finally:
+            self._release()
+
+    def run(self):
+        for _stage in self:
+            pass
+        return self.outcome
+
+    def _stage(self, stage, function, *args, **kwargs):
+        try:
+            plan = function(*args, **kwargs)
+        except _plan.PlanError as error:
+            raise Refused(stage, error.problems) from None
+        self.outcome.plans.append((stage, plan))
+        return plan
+
+    def _stages(self):
+        bed, outcome = self.bed, self.outcome
+        options = {tray: self.options[tray] for tray in self.play}
+        differ = _plan.run_wide_problems(self.play, options)
+        if differ:
+            raise Refused("preflight", differ)
+        plan = self._stage("preflight", _plan.preflight, bed.model, options, self.play, outcome.run_id,
+                           check_mode=self.check)
+        yield "preflight"
+        for lock in plan["locks"]:
+            holder = bed.trays[lock["holder"]]
+            if not holder.reachable:
+                raise Refused("lock", ["tray %s: unreachable (the lock of domain %s)" % (holder.name, lock["domain"])])
+            owner = bed.locks.get(holder.name)
+            if owner not in (None, outcome.run_id):
+                raise Refused("lock", ["domain %s is locked by %s on %s" % (lock["domain"], owner, holder.name)])
+            if not self.check:
+                bed.locks[holder.name] = outcome.run_id
+                self.taken.append(holder.name)
+        yield "lock"
+        unreachable = [tray for tray in plan["trays"] if not bed.trays[tray].reachable]
+        if unreachable:
+            raise Refused("read", ["tray %s: unreachable" % tray for tray in unreachable])
+        reads = {tray: bed.trays[tray].read(plan["trays"][tray]) for tray in plan["trays"]}
+        plan = self._stage("read", _plan.after_read, plan, bed.model, options, reads)
+        yield "read"
+        for wave in plan["waves"]:
+            plan = yield from self._wave(plan, wave, options)
+
+    def _wave(self, plan, wave, options):
+        bed, outcome = self.bed, self.outcome
+        writes = {}
+        for name in wave:
+            domain = plan["domains"][name]
+            for tray in domain["trays_in_run"]:
+                writes[tray] = self._write(plan, domain, tray, options[tray])
+        yield "write"
+        statuses = {name: bed.status(plan, name) for name in wave if name in plan["host_daemon_domains"]}
+        plan = self._stage("restart", _plan.restart, plan, wave, writes, statuses)
+        outcome.planned_restart += [name for name in wave if plan["domains"][name].get("restart")]
+        yield "restart"
+        if self.pre_restart and plan["restarting"]:
+            self.pre_restart(self, wave)
+        activity = {tray: bed.trays[tray].read(plan["trays"][tray]) for name in wave
+                    for tray in plan["domains"][name]["trays_in_run"] if plan["trays"][tray].get("restart")}
+        plan = self._stage("guard", _plan.guard, plan, wave, activity)
+        yield "guard"
+        for lock in plan["locks"]:
+            if lock["domain"] in plan["restarting"] and not self.check and bed.locks.get(lock["holder"]) != outcome.run_id:
+                raise Refused("lock", ["domain %s: this run no longer holds its lock on %s" % (lock["domain"], lock["holder"])])
+        if not self.check:
+            for name in wave:
+                domain = plan["domains"][name]
+                restarting = [tray for tray in domain["trays_in_run"] if plan["trays"][tray].get("restart")]
+                # Handlers: every daemon of the domain stops before any starts.
+                for tray in restarting:
+                    bed.trays[tray].stop()
+                for tray in restarting:
+                    bed.trays[tray].start()
+                starting = [tray for tray in domain["trays_in_run"] if plan["trays"][tray].get("start")]
+                for tray in starting:
+                    bed.trays[tray].start()
+                if restarting:
+                    bed.events.append(("restart", outcome.run_id, name, restarting))
+                outcome.restarted += restarting
+                outcome.started += starting
+        yield "restarts"
+        # prove.yml: a status read of the domains to prove now; the verdicts of those judged now, from it
+        # or from the status read before the restarts (a domain it proved).
+        statuses.update((name, bed.status(plan, name)) for name in wave if name in plan["prove_now"])
+        judging = [name for name in wave if name in plan["judge_now"]]
+        if judging:
+            reports = _plan.verdicts(plan, bed.model, judging, statuses, list(plan["trays"]),
+                                     pending={name: plan["domains"][name].get("pending") or {} for name in judging})
+            plan = _plan.judged(plan, reports)
+            outcome.verdicts.update((report["domain"], report["verdict"]) for report in reports)
+            failed = [report["message"] for report in reports if not report["ok"]]
+            if failed:
+                raise Refused("prove", failed)
+        yield "prove"
+        return plan
+
+    def _write(self, plan, domain, tray, options):
+        """write.yml on one tray: {register key: result}, as the restart stage receives them."""
+        entry = plan["trays"][tray]
+        results = {"node list": {"changed": False, "skipped": True}, "config": {"changed": False, "skipped": True},
+                   "TLS material": {}}
+        if not entry["write"]:
+            return results
+        target = self.bed.trays[tray]
+        for_real = not (self.check or entry["predicted"])
+        if entry["handover"] and for_real:
+            target.stop()
+        done = []
+        if entry["write_nodes"]:
+            text = render_nodes(validate_nodes(domain["addresses"]))
+            path = options["imex_nodes_config_path"]
+            changed = (target.files.get(path) or {}).get("content") != text
+            if changed and for_real:
+                target.write(path, text)
+            results["node list"] = {"changed": changed, "checksum": nodes_checksum(text)}
+            done += ["node list"] if changed else []
+        if entry["write_config"]:
+            path = options["imex_config_path"]
+            current = (target.files.get(path) or {}).get("content") or ""
+            text = apply_settings(current, validate_settings(entry["settings"]))[0]
+            changed = current != text
+            if changed and for_real:
+                target.write(path, text)
+            results["config"] = {"changed": changed}
+            done += ["config"] if changed else []
+        if entry.get("write_tls"):
+            results["TLS material"] = {"changed": False}
+        if done:
+            self.outcome.would_write[tray] = done
+            if for_real:
+                self.outcome.written[tray] = done
+                self.bed.events.append(("write", self.outcome.run_id, tray, done))
+        return results
+
+    def _release(self):
+        for tray in self.taken:
+            if self.bed.locks.get(tray) == self.outcome.run_id:
+                del self.bed.locks[tray]
+        self.taken = []
+
+
+def run(bed, **kwargs):
+    return Run(bed, **kwargs).run()

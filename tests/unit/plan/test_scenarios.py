@@ -1,0 +1,175 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whole runs on recorded reads: each row a state of the simulated rack's 1 x 3 domain, a run's options,
+and what the run must do (write, restart, start, refuse) and say. See scenario.py for the harness."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
+
+T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
+ALL = [T1, T2, T3]
+NEW_PORT = {"imex_server_port": 50010}
+
+
+def case(name, state="healthy", *, written=None, restarted=(), started=(), stopped_at=None, says=(),
+         verdict="healthy", fails=None, **run_kwargs):
+    """One row: run_kwargs go to the run; written {tray: [what]}; says: phrases the refusal holds."""
+    return pytest.param(state, run_kwargs, {"written": written or {}, "restarted": list(restarted),
+                                            "started": list(started), "stopped_at": stopped_at,
+                                            "says": list(says), "verdict": verdict}, id=name,
+                        marks=[pytest.mark.xfail(strict=True, reason=fails)] if fails else [])
+
+
+OUT_OF_SERVICE_BLOCKS = "a tray out of service is counted as left out by --limit"
+LOCK_MOVES = "the lock goes to the first tray in service"
+SAYS_NOTHING_CHANGED = "the refusal says 'Nothing was changed' whatever was written"
+
+
+CASES = [
+    # Converge and no change.
+    # The simulated trays come with the stock config.cfg, and no node list.
+    case("first converge writes every tray's node list and starts the domain", "fresh",
+         written={tray: ["node list"] for tray in ALL}, started=ALL),
+    case("a healthy domain: nothing written, restarted or started"),
+    # Restart.
+    case("a new config restarts every tray together", written={tray: ["config"] for tray in ALL},
+         restarted=ALL, every=NEW_PORT),
+    case("a config written after the daemon started restarts the domain", "pending_restart", restarted=ALL),
+    case("daemons left on another release than the installed one restart", "other_release", restarted=ALL),
+    # Start.
+    case("a stopped daemon is started alone", "stopped", started=[T2]),
+    case("a stopped daemon's new config: the running trays restart with it", "stopped",
+         written={tray: ["config"] for tray in ALL}, restarted=ALL, every=NEW_PORT),
+    # Refuse.
+    case("work on a tray refuses the restart, nothing written", "busy_gpu", stopped_at="restart",
+         says=["work runs on it", "pid 4242 python3", "is held back", "Nothing was written"], verdict=None, every=NEW_PORT, fails=SAYS_NOTHING_CHANGED),
+    case("work on a tray that needs no restart is left alone", "busy_gpu"),
+    case("work on a tray: the operator allows the restart", "busy_gpu", written={tray: ["config"] for tray in ALL},
+         restarted=ALL, every=dict(NEW_PORT, imex_allow_busy_restart=True)),
+    case("a busy domain is not handed over to the DRA driver", "mode_dra", stopped_at="read",
+         says=["not handed over to the DRA driver while work runs on it", "pid 4242 python3", "Nothing was stopped"],
+         verdict=None, every={"imex_mode": "dra", "imex_channel0": False}, busy=[T2]),
+    case("a pending restart on a busy domain is refused, naming the stale daemon", "pending_restart",
+         stopped_at="restart", says=["work runs on it", T2], verdict=None, busy=[T2]),
+    case("--limit to part of a domain refuses its restart, nothing written", stopped_at="restart",
+         says=["leaves out %s" % T3, "Nothing was written"], verdict=None, every=NEW_PORT, limit=[T1, T2], fails=SAYS_NOTHING_CHANGED),
+    case("--limit to part of a domain with nothing to do passes", limit=[T1, T2]),
+    case("an unreachable tray stops the run before any write", "unreachable", stopped_at="read",
+         says=[T3], verdict=None),
+    # Out of service.
+    case("a tray out of service: its peers restart together without it",
+         written={T1: ["config"], T2: ["config"]}, restarted=[T1, T2], every=NEW_PORT, out_of_service=[T3], fails=OUT_OF_SERVICE_BLOCKS),
+    case("the first tray out of service: its peers restart together without it",
+         written={T2: ["config"], T3: ["config"]}, restarted=[T2, T3], every=NEW_PORT, out_of_service=[T1], fails=OUT_OF_SERVICE_BLOCKS),
+    case("a tray out of service and a pending restart on a peer", "pending_restart", restarted=[T1, T2],
+         out_of_service=[T3], fails=OUT_OF_SERVICE_BLOCKS),
+    # Modes the simulated rack runs without Slurm.
+    case("dra_host_managed opens the unix socket: a new config restarts the domain", "mode_dra_host_managed",
+         written={tray: ["config"] for tray in ALL}, restarted=ALL,
+         every={"imex_mode": "dra_host_managed", "imex_channel0": True}),
+    case("dra hands the host daemon over: stopped, nothing proven", "mode_dra", verdict=None,
+         every={"imex_mode": "dra", "imex_channel0": False}),
+]
+
+
+@pytest.mark.parametrize(("state", "run_kwargs", "expected"), CASES)
+def test_a_run_on_recorded_reads(state, run_kwargs, expected):
+    bed = Bed(state)
+    for tray in run_kwargs.pop("busy", []):
+        bed.trays[tray].work = [{"pid": 4242, "name": "python3"}]
+    outcome = run(bed, **run_kwargs)
+    found = {"written": outcome.written, "restarted": outcome.restarted, "started": outcome.started,
+             "stopped_at": outcome.stopped_at}
+    assert found == {key: expected[key] for key in found}, outcome.problems
+    said = "\n".join(outcome.problems)
+    assert all(phrase in said for phrase in expected["says"]), said
+    if expected["verdict"]:
+        assert outcome.verdicts == {bed.domain: expected["verdict"]}, outcome.problems
+    if not outcome.refused:
+        assert outcome.problems == []
+
+
+def test_check_mode_predicts_the_writes_and_restart_and_changes_nothing():
+    bed = Bed()
+    before = bed.snapshot()
+    checked = run(bed, every=NEW_PORT, check=True)
+    assert bed.snapshot() == before and checked.restarted == [] and checked.written == {}
+    real = run(bed, every=NEW_PORT)
+    assert checked.decisions() == real.decisions()
+    assert real.restarted == ALL
+
+
+@pytest.mark.xfail(strict=True, reason=SAYS_NOTHING_CHANGED)
+def test_work_started_after_the_read_keeps_the_domain_from_its_restart_and_the_next_run_restarts_it():
+    """A job scheduled between the read and the restart (or started by the operator's pre-restart tasks):
+    the guard sees it; the refusal says exactly what was written, and the next idle run restarts."""
+    bed = Bed()
+
+    def job_starts(_run, _wave):
+        bed.trays[T2].work = [{"pid": 4343, "name": "python3"}]
+
+    refused = run(bed, every=NEW_PORT, pre_restart=job_starts)
+    assert refused.stopped_at == "guard" and refused.restarted == [], refused.problems
+    said = "\n".join(refused.problems)
+    assert "rack1-tray02: pid 4343 python3), as read just before its daemons would stop" in said
+    assert ("Written before this refusal: config on rack1-tray01; config on rack1-tray02; config on rack1-tray03."
+            in said)
+    bed.trays[T2].work = []
+    again = run(bed, every=NEW_PORT)
+    assert again.written == {} and again.restarted == ALL and again.verdicts == {bed.domain: "healthy"}
+
+
+@pytest.mark.xfail(strict=True, reason=OUT_OF_SERVICE_BLOCKS)
+def test_a_tray_back_from_repair_gets_its_files_and_joins():
+    bed = Bed()
+    assert run(bed, every=NEW_PORT, out_of_service=[T3]).restarted == [T1, T2]
+    back = run(bed, every=NEW_PORT)
+    assert back.written == {T3: ["config"]} and not back.refused and back.verdicts == {bed.domain: "healthy"}
+    assert run(bed, every=NEW_PORT).written == {}
+
+
+@pytest.mark.xfail(strict=True, reason=LOCK_MOVES)
+def test_two_runs_of_one_domain_exclude_each_other_whatever_their_out_of_service_lists():
+    """Run A (nothing out of service) is in its pre-restart tasks when run B, with the first tray out of
+    service, starts: B must meet A's lock before it writes anything, and A restart on its own config."""
+    bed = Bed()
+    seen = {}
+
+    def during_pre_restart(run_a, wave):
+        seen["b"] = run(bed, run_id="run-b", every={"imex_server_port": 50020}, out_of_service=[T1])
+
+    a = run(bed, run_id="run-a", every=NEW_PORT, pre_restart=during_pre_restart)
+    assert seen["b"].stopped_at == "lock" and seen["b"].written == {}, seen["b"].problems
+    assert a.restarted == ALL and not a.refused
+    runs = {tray: bed.trays[tray].runs for tray in ALL}
+    assert len({str(sorted(found.items())) for found in runs.values()}) == 1
+
+
+@pytest.mark.parametrize("out_a, out_b, limit_b", [
+    pytest.param((), (T1,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), pytest.param((T1,), (), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), pytest.param((T1,), (T2,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), ((), (), [T3]), ((), (T2,), [T3]), pytest.param((T3,), (T1,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)),
+])
+def test_the_lock_never_moves_with_the_out_of_service_list_or_limit(out_a, out_b, limit_b):
+    bed = Bed()
+    a = Run(bed, run_id="run-a", out_of_service=out_a)
+    stages = iter(a)
+    for stage in stages:
+        if stage == "lock":
+            break
+    b = run(bed, run_id="run-b", out_of_service=out_b, limit=limit_b)
+    for _stage in stages:
+        pass
+    assert b.stopped_at == "lock" and a.outcome.stopped_at is None, (a.outcome.problems, b.problems)
+
+
+@pytest.mark.xfail(strict=True, reason=LOCK_MOVES)
+def test_too_many_lock_trays_out_of_service_refuse_the_run_before_any_tray_is_contacted():
+    """Two runs could then hold disjoint lock trays (one with the first tray away, one with the others)."""
+    bed = Bed()
+    before = bed.snapshot()
+    outcome = run(bed, every=NEW_PORT, out_of_service=[T1, T2])
+    assert outcome.stopped_at == "preflight" and bed.snapshot() == before and bed.locks == {}
+    assert outcome.problems == [
+        "domain rack1: its lock is held on 2 of its lock trays rack1-tray01, rack1-tray02, rack1-tray03 (its first "
+        "trays in node order), but rack1-tray01, rack1-tray02 are out of service (imex_trays_out_of_service): two "
+        "runs could then miss each other. Bring rack1-tray01 or rack1-tray02 back into service first"]
