@@ -198,8 +198,10 @@ def write_inventory(tmp_path, data, name="hosts.yml"):
 class SimulatedRack:
     """A running simulated rack: its inventory path and helpers around simrack."""
 
-    def __init__(self, racks, trays, state_dir, slurm=False):
+    def __init__(self, racks, trays, state_dir, slurm=False, slurm_release=None):
         self.racks, self.trays, self.state_dir, self.slurm = racks, trays, state_dir, slurm
+        # The Slurm release the bed runs (a key of SLURM_SUITES), None without Slurm.
+        self.slurm_release = (slurm_release or DEFAULT_SLURM_RELEASE) if slurm else None
         self.env = dict(os.environ, SIMRACK_STATE=state_dir)
         self.inventory = None
 
@@ -211,8 +213,8 @@ class SimulatedRack:
         return result
 
     def up(self):
-        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays),
-                           *(["--slurm"] if self.slurm else []), timeout=900)
+        slurm = ["--slurm", "--slurm-suite", SLURM_SUITES[self.slurm_release]] if self.slurm else []
+        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays), *slurm, timeout=900)
         self.inventory = out.stdout.strip().splitlines()[-1]
         return self
 
@@ -248,17 +250,22 @@ requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, po
 # from this checkout or another, waits here for the first one's bed to come down.
 BED_LOCK = "/var/tmp/simrack-bed.lock"
 
+# The Slurm releases a bed can run, and the Debian suite that packages each (simrack up --slurm-suite):
+# two generations of what slurmd tells a prolog (SLURM_JOB_EXCLUSIVE from 26.05).
+SLURM_SUITES = {"24.11": "trixie", "26.05": "forky"}
+DEFAULT_SLURM_RELEASE = "24.11"
+
 
 @contextlib.contextmanager
-def simulated_bed(racks, trays, slurm=False):
-    """A simulated bed of `racks` x `trays` (with real Slurm: `slurm`) for the duration of a `with`
-    block, always torn down.
+def simulated_bed(racks, trays, slurm=False, slurm_release=None):
+    """A simulated bed of `racks` x `trays` (with real Slurm: `slurm`, of `slurm_release`, default
+    DEFAULT_SLURM_RELEASE) for the duration of a `with` block, always torn down.
     One at a time: it waits for any other bed of this machine to come down first (BED_LOCK), so a
     test module that needs two shapes brings up the second only once the first is down."""
     with open(BED_LOCK, "a", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state_dir = tempfile.mkdtemp(prefix="simrack-e2e-", dir="/var/tmp")
-        rack = SimulatedRack(racks, trays, state_dir, slurm=slurm)
+        rack = SimulatedRack(racks, trays, state_dir, slurm=slurm, slurm_release=slurm_release)
         try:
             yield rack.up()
         finally:

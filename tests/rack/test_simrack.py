@@ -490,3 +490,52 @@ def test_control_dir_removal_raises_a_race_that_persists(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError):
         simrack.remove_tree_racing_owners(control, attempts=3)
     assert control.exists()
+
+
+def test_slurm_conf_lets_ordinary_jobs_share_a_tray():
+    """Consumable cores and several CPUs a tray: two ordinary jobs fit on one tray, as on a GPU node."""
+    simrack = load_simrack()
+    trays = simrack.layout(1, 2)
+    conf = simrack.slurm_conf(trays, simrack.SlurmController(0, 0, len(trays))).splitlines()
+    assert "SelectType=select/cons_tres" in conf and "SelectTypeParameters=CR_Core" in conf
+    nodes = [line for line in conf if line.startswith("NodeName=")]
+    assert len(nodes) == 2 and all(f"CPUs={simrack.SLURM_TRAY_CPUS} " in line for line in nodes), nodes
+    assert simrack.SLURM_TRAY_CPUS > 1
+    # No partition or node setting makes jobs exclusive behind the jobs' backs.
+    assert not any("OverSubscribe" in line or "Exclusive" in line for line in conf), conf
+
+
+def test_the_site_prolog_records_the_environment_it_is_given(tmp_path):
+    simrack = load_simrack()
+    script = tmp_path / "10-site"
+    script.write_text(simrack.SITE_SCRIPT.replace(simrack.SLURM_JOB_ENV_DIR, str(tmp_path / "env")))
+    script.chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "42", "SLURM_SCRIPT_CONTEXT": "prolog_slurmd",
+                   "SLURM_JOB_OVERSUBSCRIBE": "NO", "SLURM_JOB_EXCLUSIVE": "NODE"}
+    subprocess.run([str(script)], env=environment, check=True)
+    recorded = (tmp_path / "env" / "42.prolog_slurmd").read_text().splitlines()
+    assert recorded == sorted(f"{key}={value}" for key, value in environment.items())   # nothing the shell adds
+    assert [path.name for path in (tmp_path / "env").iterdir()] == ["42.prolog_slurmd"]   # no temporary left
+
+
+@pytest.mark.parametrize(("version", "inside"), [(257, "/sys/fs/cgroup/unified"), (262, "/sys/fs/cgroup")])
+def test_a_systemd_without_cgroup_v1_gets_the_unified_hierarchy_as_its_cgroup_root(tmp_path, version, inside):
+    """Debian forky's systemd (258 and later) refuses to boot on a hybrid hierarchy."""
+    simrack = load_simrack()
+    library = tmp_path / "usr/lib/x86_64-linux-gnu/systemd" / f"libsystemd-shared-{version}.so"
+    library.parent.mkdir(parents=True)
+    library.write_text("")
+    assert simrack.systemd_version(tmp_path) == version
+    with open("/proc/self/mountinfo") as handle:
+        hybrid = " /sys/fs/cgroup/unified " in handle.read()
+    if not hybrid:
+        pytest.skip("this host has no cgroup v1 hybrid hierarchy")
+    assert simrack.cgroup_volumes(tmp_path) == ["--volume", f"/sys/fs/cgroup/unified:{inside}:rw"]
+
+
+def test_up_refuses_a_slurm_suite_without_slurm(tmp_path):
+    result = subprocess.run([str(SIMRACK), "up", "--state", str(tmp_path / "state"), "--slurm-suite", "forky"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "--slurm-suite chooses the Slurm the bed runs: give it with --slurm" in result.stderr
+    assert not (tmp_path / "state" / "rack.json").exists()
