@@ -351,6 +351,45 @@ def lock_problems(options):
     return []
 
 
+# Where the lock of a domain lives. Two runs of one domain must always meet at one lock file, whatever
+# their out-of-service lists or --limit, and a tray away for repair must not hold back its peers. So the
+# place is fixed by the inventory alone: the domain's lock trays are its first LOCK_TRAYS trays in node
+# order, and a run holds the domain when it holds the lock file on a majority of them (the first ones in
+# service, in order). Any two majorities of one set share a tray, so two runs always contend there; one
+# lock tray away (out of service, or in repair and unreachable once marked so) leaves a majority to its
+# peers. --limit never moves it: a lock tray outside the play is still where the lock is taken.
+LOCK_TRAYS = 3
+
+
+def lock_trays(domain_trays):
+    """(the domain's lock trays, how many of them a run must hold)."""
+    candidates = list(domain_trays[:LOCK_TRAYS])
+    return candidates, len(candidates) // 2 + 1
+
+
+def lock_holders(domain_trays, away):
+    """The trays on which a run takes the lock of a domain: the first of its lock trays in service, as many
+    as a majority ([] when too many are away: lock_problems_away refuses the run)."""
+    candidates, needed = lock_trays(domain_trays)
+    in_service = [tray for tray in candidates if tray not in away]
+    return in_service[:needed] if len(in_service) >= needed else []
+
+
+def lock_problems_away(domains, domain_trays, away):
+    """A domain whose lock trays are too many out of service for a majority: no run could exclude another."""
+    problems = []
+    for name in domains:
+        candidates, needed = lock_trays(domain_trays[name])
+        gone = [tray for tray in candidates if tray in away]
+        if len(candidates) - len(gone) < needed:
+            problems.append(
+                "domain %s: its lock is held on %d of its lock trays %s (its first trays in node order), but %s %s "
+                "out of service (imex_trays_out_of_service): two runs could then miss each other. Bring %s back "
+                "into service first" % (name, needed, ", ".join(candidates), ", ".join(gone),
+                                         "is" if len(gone) == 1 else "are", " or ".join(gone)))
+    return problems
+
+
 def _differences(trays, options_of, names):
     """{option: {shown value: [trays]}} for each option that is not the same on all of ``trays``."""
     found = {}
@@ -422,6 +461,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             [(tray, addresses[tray], tray_options[tray]) for tray in tls_trays],
             time.time() if tls_check_time is None else tls_check_time, **({"read_text": read_text} if read_text else {}))
         problems.extend(found)
+    problems.extend(lock_problems_away(domains_in_run, domain_trays, away))
     if problems:
         raise PlanError(problems)
 
@@ -457,16 +497,19 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             "absent_addresses": [node["address"] for node in domain["nodes"] if node["host"] in away],
             "addresses": list(domain["addresses"]),
             "leader": in_run[0],
-            # The lock file lives on the domain's first tray in service, whichever trays the run holds.
-            "lock_holder": [tray for tray in domain_trays[name] if tray not in away][0],
+            "lock_holders": lock_holders(domain_trays[name], away),
             "partial": len(in_run) + len(out) < len(domain_trays[name]),
+            # Left out by --limit (or a sliced job) alone: a tray out of service is away, not left out, and
+            # never holds back its peers.
+            "left_out": [tray for tray in domain_trays[name] if tray not in in_run and tray not in out],
             "mode": tray_options[in_run[0]]["imex_mode"],
             "service": tray_options[in_run[0]]["imex_service"],
             "allow_busy": tray_options[in_run[0]]["imex_allow_busy_restart"],
         }
-    # One domain at a time, in a fixed order, so that two runs never wait for each other's locks.
-    plan["locks"] = [{"domain": name, "holder": plan["domains"][name]["lock_holder"]}
-                     for wave in waves for name in wave]
+    # One domain at a time, in a fixed order (and each domain's lock trays in node order), so that two runs
+    # never wait for each other's locks.
+    plan["locks"] = [{"domain": name, "holder": holder}
+                     for wave in waves for name in wave for holder in plan["domains"][name]["lock_holders"]]
     # The domains whose host daemon runs all the time; per-job domains run it only under a job.
     plan["host_daemon_domains"] = [name for name in domains_in_run
                                    if plan["domains"][name]["mode"] not in ("dra", PER_JOB)]
@@ -1008,7 +1051,7 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
         if domain["mode"] == "dra" and converge:
             running = [tray for tray in domain["trays_in_run"]
                        if (in_run[tray].get("services") or {}).get(service) == "active"]
-            left_out = [tray for tray in domain["trays"] if tray not in in_run]
+            left_out = domain["left_out"]
             if busy:
                 handover.append(_handover_refusal(name, "while work runs on it (%s)" % "; ".join(busy),
                                                   "Drain the trays, wait for the work to end and run again, or set "
@@ -1068,7 +1111,9 @@ def restart(plan, wave, writes, statuses):
         if domain["mode"] in ("dra", PER_JOB):
             continue
         in_run = domain["trays_in_run"]
-        left_out = [tray for tray in domain["trays"] if tray not in in_run]
+        left_out = domain["left_out"]
+        written = _written(plan, in_run, writes)
+        domain["written"] = written
         by_checksum = {}
         for tray in in_run:
             checksum = ((writes.get(tray) or {}).get("node list") or {}).get("checksum")
@@ -1076,8 +1121,9 @@ def restart(plan, wave, writes, statuses):
                 by_checksum.setdefault(checksum, []).append(tray)
         if len(by_checksum) > 1:
             problems.append("domain %s: trays hold different node lists (%s); the daemons would answer !M!. Nothing "
-                            "was restarted." % (name, "; ".join("%s on %s" % (str(checksum)[:12], ", ".join(holders))
-                                                                for checksum, holders in by_checksum.items())))
+                            "was restarted. %s" % (name, "; ".join("%s on %s" % (str(checksum)[:12], ", ".join(holders))
+                                                                   for checksum, holders in by_checksum.items()),
+                                                   written_sentence(written)))
             continue
         changes, reasons, joining, reloads = {}, {}, [], {}
         for tray in in_run:
@@ -1108,13 +1154,13 @@ def restart(plan, wave, writes, statuses):
         if reasons and left_out:
             problems.extend(
                 "tray %s needs %s, which takes a restart of every tray of its domain together, but this run leaves "
-                "out %s. Nothing was changed. Run against the whole domain (drop --limit, or do not slice the job)."
+                "out %s. %s Run against the whole domain (drop --limit, or do not slice the job)."
                 % (tray, "a new " + " and ".join(changes[tray]) if changes[tray] else "a restart (%s)" % reasons[tray],
-                   ", ".join(left_out)) for tray in in_run if tray in reasons)
+                   ", ".join(left_out), written_sentence(written)) for tray in in_run if tray in reasons)
         elif reasons and domain["busy"]:
             held_back = []
             if changed:
-                held_back.append("Its new %s (on %s) was not written." % (
+                held_back.append("Its new %s (on %s) is held back." % (
                     " and ".join(sorted({what for tray in changed for what in changes[tray]})), ", ".join(changed)))
             if stale:
                 held_back.append("Its daemons on %s do not run what is on disk (%s)."
@@ -1123,7 +1169,8 @@ def restart(plan, wave, writes, statuses):
                 "domain %s is not restarted: work runs on it (%s). A restart makes every IMEX daemon of the domain a "
                 "new instance and cuts the memory its jobs share. %s Drain the trays (for example scontrol update "
                 "nodename=... state=drain, or kubectl cordon), wait for the work to end and run again, or set "
-                "imex_allow_busy_restart=true." % (name, "; ".join(domain["busy"]), " ".join(held_back)))
+                "imex_allow_busy_restart=true." % (name, "; ".join(domain["busy"]),
+                                                   " ".join(held_back + [written_sentence(written)])))
         elif reasons:
             domain["restart"] = True
             # The restart puts the files on disk in force: the proof judges the new daemons.
@@ -1168,6 +1215,27 @@ def restart(plan, wave, writes, statuses):
     return plan
 
 
+def _written(plan, trays, writes):
+    """{tray: [what]} this wave wrote for real on ``trays``: not the predictions (--check, a domain that is
+    busy or only partly in the run), which ran in check mode."""
+    written = {}
+    for tray in trays:
+        entry = plan["trays"][tray]
+        real = [what for what, result in sorted((writes.get(tray) or {}).items()) if (result or {}).get("changed")
+                and not (entry.get("tls_predicted") if what == "TLS material" else entry.get("predicted"))]
+        if real:
+            written[tray] = real
+    return written
+
+
+def written_sentence(written):
+    """What a refusal says was written before it: exactly the writes made, tray by tray."""
+    if not written:
+        return "Nothing was written."
+    return "Written before this refusal: %s." % "; ".join(
+        "%s on %s" % (" and ".join(what), tray) for tray, what in sorted(written.items()))
+
+
 def guard(plan, wave, reads):
     """The busy guard at the last moment: for each domain of the wave that restarts, what runs on its
     trays as read right before their daemons stop (after the operator's pre-restart tasks)."""
@@ -1181,9 +1249,10 @@ def guard(plan, wave, reads):
             problems.append(
                 "domain %s is not restarted: work runs on it (%s), as read just before its daemons would stop. A "
                 "restart makes every IMEX daemon of the domain a new instance and cuts the memory its jobs share. "
-                "Its files are written (%s); the next run restarts it once the work has ended. Drain the trays, or "
+                "It was to restart for %s. %s The next run restarts it once the work has ended. Drain the trays, or "
                 "set imex_allow_busy_restart=true."
-                % (name, "; ".join(busy), "; ".join("%s: %s" % item for item in sorted(domain["restart_reasons"].items()))))
+                % (name, "; ".join(busy), "; ".join("%s: %s" % item for item in sorted(domain["restart_reasons"].items())),
+                   written_sentence(domain.get("written") or {})))
     if problems:
         raise PlanError(problems)
     return plan

@@ -48,7 +48,7 @@ def test_a_busy_domain_keeps_its_daemons_until_the_operator_allows_the_restart(s
         refused = site(rack, tmp_path, **change)
         assert refused.rc != 0
         message = next(message for message in refused.failure_messages() if REFUSAL in message)
-        assert "Its new config (on rack1-tray01, rack1-tray02, rack1-tray03) was not written." in message
+        assert "Its new config (on rack1-tray01, rack1-tray02, rack1-tray03) is held back. Nothing was written." in message
         assert "imex_allow_busy_restart=true" in message
         assert stops(refused) == [] and daemon_pids(rack) == before and config_line(rack) == level
 

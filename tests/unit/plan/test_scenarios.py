@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import TLS_PEM
 
 T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
 ALL = [T1, T2, T3]
@@ -13,17 +14,11 @@ NEW_PORT = {"imex_server_port": 50010}
 
 
 def case(name, state="healthy", *, written=None, restarted=(), started=(), stopped_at=None, says=(),
-         verdict="healthy", fails=None, **run_kwargs):
+         verdict="healthy", **run_kwargs):
     """One row: run_kwargs go to the run; written {tray: [what]}; says: phrases the refusal holds."""
     return pytest.param(state, run_kwargs, {"written": written or {}, "restarted": list(restarted),
                                             "started": list(started), "stopped_at": stopped_at,
-                                            "says": list(says), "verdict": verdict}, id=name,
-                        marks=[pytest.mark.xfail(strict=True, reason=fails)] if fails else [])
-
-
-OUT_OF_SERVICE_BLOCKS = "a tray out of service is counted as left out by --limit"
-LOCK_MOVES = "the lock goes to the first tray in service"
-SAYS_NOTHING_CHANGED = "the refusal says 'Nothing was changed' whatever was written"
+                                            "says": list(says), "verdict": verdict}, id=name)
 
 
 CASES = [
@@ -32,6 +27,8 @@ CASES = [
     case("first converge writes every tray's node list and starts the domain", "fresh",
          written={tray: ["node list"] for tray in ALL}, started=ALL),
     case("a healthy domain: nothing written, restarted or started"),
+    case("a healthy domain under TLS: nothing written, restarted or reloaded", "tls",
+         every=dict(TLS_PEM, imex_tls=True)),
     # Restart.
     case("a new config restarts every tray together", written={tray: ["config"] for tray in ALL},
          restarted=ALL, every=NEW_PORT),
@@ -43,7 +40,7 @@ CASES = [
          written={tray: ["config"] for tray in ALL}, restarted=ALL, every=NEW_PORT),
     # Refuse.
     case("work on a tray refuses the restart, nothing written", "busy_gpu", stopped_at="restart",
-         says=["work runs on it", "pid 4242 python3", "is held back", "Nothing was written"], verdict=None, every=NEW_PORT, fails=SAYS_NOTHING_CHANGED),
+         says=["work runs on it", "pid 4242 python3", "is held back", "Nothing was written"], verdict=None, every=NEW_PORT),
     case("work on a tray that needs no restart is left alone", "busy_gpu"),
     case("work on a tray: the operator allows the restart", "busy_gpu", written={tray: ["config"] for tray in ALL},
          restarted=ALL, every=dict(NEW_PORT, imex_allow_busy_restart=True)),
@@ -53,17 +50,17 @@ CASES = [
     case("a pending restart on a busy domain is refused, naming the stale daemon", "pending_restart",
          stopped_at="restart", says=["work runs on it", T2], verdict=None, busy=[T2]),
     case("--limit to part of a domain refuses its restart, nothing written", stopped_at="restart",
-         says=["leaves out %s" % T3, "Nothing was written"], verdict=None, every=NEW_PORT, limit=[T1, T2], fails=SAYS_NOTHING_CHANGED),
+         says=["leaves out %s" % T3, "Nothing was written"], verdict=None, every=NEW_PORT, limit=[T1, T2]),
     case("--limit to part of a domain with nothing to do passes", limit=[T1, T2]),
     case("an unreachable tray stops the run before any write", "unreachable", stopped_at="read",
          says=[T3], verdict=None),
     # Out of service.
     case("a tray out of service: its peers restart together without it",
-         written={T1: ["config"], T2: ["config"]}, restarted=[T1, T2], every=NEW_PORT, out_of_service=[T3], fails=OUT_OF_SERVICE_BLOCKS),
+         written={T1: ["config"], T2: ["config"]}, restarted=[T1, T2], every=NEW_PORT, out_of_service=[T3]),
     case("the first tray out of service: its peers restart together without it",
-         written={T2: ["config"], T3: ["config"]}, restarted=[T2, T3], every=NEW_PORT, out_of_service=[T1], fails=OUT_OF_SERVICE_BLOCKS),
+         written={T2: ["config"], T3: ["config"]}, restarted=[T2, T3], every=NEW_PORT, out_of_service=[T1]),
     case("a tray out of service and a pending restart on a peer", "pending_restart", restarted=[T1, T2],
-         out_of_service=[T3], fails=OUT_OF_SERVICE_BLOCKS),
+         out_of_service=[T3]),
     # Modes the simulated rack runs without Slurm.
     case("dra_host_managed opens the unix socket: a new config restarts the domain", "mode_dra_host_managed",
          written={tray: ["config"] for tray in ALL}, restarted=ALL,
@@ -100,7 +97,6 @@ def test_check_mode_predicts_the_writes_and_restart_and_changes_nothing():
     assert real.restarted == ALL
 
 
-@pytest.mark.xfail(strict=True, reason=SAYS_NOTHING_CHANGED)
 def test_work_started_after_the_read_keeps_the_domain_from_its_restart_and_the_next_run_restarts_it():
     """A job scheduled between the read and the restart (or started by the operator's pre-restart tasks):
     the guard sees it; the refusal says exactly what was written, and the next idle run restarts."""
@@ -120,7 +116,6 @@ def test_work_started_after_the_read_keeps_the_domain_from_its_restart_and_the_n
     assert again.written == {} and again.restarted == ALL and again.verdicts == {bed.domain: "healthy"}
 
 
-@pytest.mark.xfail(strict=True, reason=OUT_OF_SERVICE_BLOCKS)
 def test_a_tray_back_from_repair_gets_its_files_and_joins():
     bed = Bed()
     assert run(bed, every=NEW_PORT, out_of_service=[T3]).restarted == [T1, T2]
@@ -129,7 +124,6 @@ def test_a_tray_back_from_repair_gets_its_files_and_joins():
     assert run(bed, every=NEW_PORT).written == {}
 
 
-@pytest.mark.xfail(strict=True, reason=LOCK_MOVES)
 def test_two_runs_of_one_domain_exclude_each_other_whatever_their_out_of_service_lists():
     """Run A (nothing out of service) is in its pre-restart tasks when run B, with the first tray out of
     service, starts: B must meet A's lock before it writes anything, and A restart on its own config."""
@@ -147,7 +141,7 @@ def test_two_runs_of_one_domain_exclude_each_other_whatever_their_out_of_service
 
 
 @pytest.mark.parametrize("out_a, out_b, limit_b", [
-    pytest.param((), (T1,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), pytest.param((T1,), (), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), pytest.param((T1,), (T2,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)), ((), (), [T3]), ((), (T2,), [T3]), pytest.param((T3,), (T1,), None, marks=pytest.mark.xfail(strict=True, reason=LOCK_MOVES)),
+    ((), (T1,), None), ((T1,), (), None), ((T1,), (T2,), None), ((), (), [T3]), ((), (T2,), [T3]), ((T3,), (T1,), None),
 ])
 def test_the_lock_never_moves_with_the_out_of_service_list_or_limit(out_a, out_b, limit_b):
     bed = Bed()
@@ -162,7 +156,6 @@ def test_the_lock_never_moves_with_the_out_of_service_list_or_limit(out_a, out_b
     assert b.stopped_at == "lock" and a.outcome.stopped_at is None, (a.outcome.problems, b.problems)
 
 
-@pytest.mark.xfail(strict=True, reason=LOCK_MOVES)
 def test_too_many_lock_trays_out_of_service_refuse_the_run_before_any_tray_is_contacted():
     """Two runs could then hold disjoint lock trays (one with the first tray away, one with the others)."""
     bed = Bed()

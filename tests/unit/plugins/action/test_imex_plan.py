@@ -201,7 +201,8 @@ def test_preflight_converts_each_trays_options_and_plans_the_waves():
     result = planned("preflight", play())
     plan = result["plan"]
     assert plan["waves"] == [["rackA"], ["rackB"]] and plan["check_mode"] is False and plan["report_only"] is False
-    assert plan["locks"] == [{"domain": "rackA", "holder": "a1"}, {"domain": "rackB", "holder": "b1"}]
+    assert plan["locks"] == [{"domain": "rackA", "holder": "a1"}, {"domain": "rackA", "holder": "a2"},
+                             {"domain": "rackB", "holder": "b1"}, {"domain": "rackB", "holder": "b2"}]
     assert plan["model"]["host_domain"] == {"a1": "rackA", "a2": "rackA", "b1": "rackB", "b2": "rackB"}
     assert plan["domains"]["rackB"]["addresses"] == ["198.18.2.11", "198.18.2.12"]
     settings = plan["trays"]["a2"]["settings"]
@@ -238,7 +239,7 @@ def test_preflight_names_the_awx_job_in_the_run_id():
 def test_preflight_of_a_limited_play_builds_the_model_of_every_tray_of_the_inventory():
     plan = planned("preflight", play(play_hosts=["b2"]))["plan"]
     assert list(plan["trays"]) == ["b2"] and plan["waves"] == [["rackB"]]
-    assert plan["domains"]["rackB"]["partial"] is True and plan["domains"]["rackB"]["lock_holder"] == "b1"
+    assert plan["domains"]["rackB"]["partial"] is True and plan["domains"]["rackB"]["lock_holders"] == ["b1", "b2"]
     assert sorted(plan["model"]["domains"]) == ["rackA", "rackB"]
 
 
@@ -443,7 +444,7 @@ def test_restart_refuses_different_node_lists_naming_the_domain():
                           a2=writes(nodes={"changed": True, "checksum": "bb" * 32}))
     assert problems_of("restart", task_vars, wave=["rackA"]) == [
         "domain rackA: trays hold different node lists (aaaaaaaaaaaa on a1; bbbbbbbbbbbb on a2); the daemons would "
-        "answer !M!. Nothing was restarted."]
+        "answer !M!. Nothing was restarted. Written before this refusal: node list on a1; node list on a2."]
 
 
 def test_restart_refuses_a_change_on_a_domain_partly_in_the_play():
@@ -452,7 +453,7 @@ def test_restart_refuses_a_change_on_a_domain_partly_in_the_play():
     task_vars = with_plan(task_vars, read, b1=writes(nodes={"changed": True, "checksum": "cc" * 32}))
     assert problems_of("restart", dict(task_vars, __imex_wave_status=EMPTY_LOOP), wave=["rackB"]) == [
         "tray b1 needs a new node list, which takes a restart of every tray of its domain together, but this run "
-        "leaves out b2. Nothing was changed. Run against the whole domain (drop --limit, or do not slice the job)."]
+        "leaves out b2. Nothing was written. Run against the whole domain (drop --limit, or do not slice the job)."]
 
 
 def test_the_guard_reads_what_runs_on_the_restarting_trays():
@@ -470,8 +471,8 @@ def test_the_guard_reads_what_runs_on_the_restarting_trays():
     assert problems_of("guard", refusing, wave=["rackA"]) == [
         "domain rackA is not restarted: work runs on it (a2: Slurm node gpu-a2 state ALLOCATED), as read just before "
         "its daemons would stop. A restart makes every IMEX daemon of the domain a new instance and cuts the memory "
-        "its jobs share. Its files are written (a1: new config); the next run restarts it once the work has ended. "
-        "Drain the trays, or set imex_allow_busy_restart=true."]
+        "its jobs share. It was to restart for a1: new config. Written before this refusal: config on a1. The next "
+        "run restarts it once the work has ended. Drain the trays, or set imex_allow_busy_restart=true."]
     # A tray whose read was skipped holds no work.
     skipped = with_plan(passing, restarted, a2={"__imex_activity": SKIPPED_TASK})
     assert planned("guard", skipped, wave=["rackA"])["plan"] == restarted["plan"]

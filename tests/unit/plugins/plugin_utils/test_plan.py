@@ -604,11 +604,13 @@ def test_the_plan_of_a_whole_run():
     plan = preflight(model, options_of(model), play_hosts=["b1", "b2", "a1", "a2", "a3"])
     assert plan["run_id"] == "run-1" and plan["check_mode"] is False and plan["report_only"] is False
     assert plan["waves"] == [["rackA"], ["rackB"]]
-    assert plan["locks"] == [{"domain": "rackA", "holder": "a1"}, {"domain": "rackB", "holder": "b1"}]
+    # A majority of each domain's first three trays: 2 of 3, 2 of 2.
+    assert plan["locks"] == [{"domain": "rackA", "holder": "a1"}, {"domain": "rackA", "holder": "a2"},
+                             {"domain": "rackB", "holder": "b1"}, {"domain": "rackB", "holder": "b2"}]
     assert plan["host_daemon_domains"] == ["rackA", "rackB"]
     assert subset(plan["domains"]["rackA"], {
         "trays": ["a1", "a2", "a3"], "trays_in_run": ["a1", "a2", "a3"],
-        "addresses": ["198.18.2.11", "198.18.2.12", "198.18.2.13"], "leader": "a1", "lock_holder": "a1",
+        "addresses": ["198.18.2.11", "198.18.2.12", "198.18.2.13"], "leader": "a1", "lock_holders": ["a1", "a2"],
         "partial": False, "mode": "static", "service": SERVICE, "allow_busy": False})
     assert subset(plan["trays"]["a2"], {
         "domain": "rackA", "address": "198.18.2.12",
@@ -626,8 +628,8 @@ def test_a_run_limited_to_part_of_a_domain_leads_with_its_first_tray_and_locks_o
     assert list(plan["domains"]) == ["rackA"] and plan["waves"] == [["rackA"]]
     domain = plan["domains"]["rackA"]
     assert domain["trays"] == ["a3", "a1", "a2"] and domain["trays_in_run"] == ["a1", "a2"]
-    assert (domain["leader"], domain["lock_holder"], domain["partial"]) == ("a1", "a3", True)
-    assert plan["locks"] == [{"domain": "rackA", "holder": "a3"}]
+    assert (domain["leader"], domain["lock_holders"], domain["partial"]) == ("a1", ["a3", "a1"], True)
+    assert plan["locks"] == [{"domain": "rackA", "holder": "a3"}, {"domain": "rackA", "holder": "a1"}]
 
 
 @pytest.mark.parametrize(("every", "report_only", "waves"), [
@@ -1016,7 +1018,7 @@ def test_differing_node_lists_are_named_and_never_restarted():
     writes = {"t1": wrote(nodes=True), "t2": wrote(checksum="aa" * 32), "t3": wrote(), }
     assert refused(_plan.restart, plan, ["rack1"], writes, {}) == [
         "domain rack1: trays hold different node lists (9f2c9f2c9f2c on t1, t3; aaaaaaaaaaaa on t2); the daemons "
-        "would answer !M!. Nothing was restarted."]
+        "would answer !M!. Nothing was restarted. Written before this refusal: node list on t1."]
 
 
 def test_a_pending_restart_without_a_write_restarts_the_domain_with_its_reason():
@@ -1043,7 +1045,7 @@ def test_a_change_on_a_domain_partly_in_the_run_is_refused_naming_the_trays_left
     problems = refused(_plan.restart, plan, ["rack1"], {"t1": wrote(), "t2": wrote(nodes=True, config=True)}, {})
     assert problems == [
         "tray t2 needs a new config and node list, which takes a restart of every tray of its domain together, but "
-        "this run leaves out t3. Nothing was changed. Run against the whole domain (drop --limit, or do not slice "
+        "this run leaves out t3. Nothing was written. Run against the whole domain (drop --limit, or do not slice "
         "the job)."]
 
 
@@ -1054,7 +1056,7 @@ def test_a_pending_restart_on_a_domain_partly_in_the_run_is_refused_naming_the_t
     assert len(problems) == 1
     assert problems[0].startswith("tray t1 needs a restart (pending restart: daemon started at 2025-11-25T12:59:00Z")
     assert problems[0].endswith("which takes a restart of every tray of its domain together, but this run leaves "
-                                "out t3. Nothing was changed. Run against the whole domain (drop --limit, or do not "
+                                "out t3. Nothing was written. Run against the whole domain (drop --limit, or do not "
                                 "slice the job).")
 
 
@@ -1077,8 +1079,8 @@ def test_a_busy_domain_with_a_change_is_refused_naming_the_work_and_what_was_hel
     assert problems == [
         "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3, pid 4243 nccl; t3: Slurm node gpu-t3 "
         "state MIXED). A restart makes every IMEX daemon of the domain a new instance and cuts the memory its jobs "
-        "share. Its new config (on t1, t2) was not written. Drain the trays (for example scontrol update "
-        "nodename=... state=drain, or kubectl cordon), wait for the work to end and run again, or set "
+        "share. Its new config (on t1, t2) is held back. Nothing was written. Drain the trays (for example scontrol "
+        "update nodename=... state=drain, or kubectl cordon), wait for the work to end and run again, or set "
         "imex_allow_busy_restart=true."]
 
 
@@ -1089,8 +1091,8 @@ def test_a_busy_domain_with_a_pending_restart_is_refused_naming_the_old_daemons(
     assert problems == [
         "domain rackA is not restarted: work runs on it (a2: pid 7 a.out). A restart makes every IMEX daemon of the "
         "domain a new instance and cuts the memory its jobs share. Its daemons on a1 do not run what is on disk "
-        "(%s). Drain the trays (for example scontrol update nodename=... state=drain, or kubectl cordon), wait "
-        "for the work to end and run again, or set imex_allow_busy_restart=true."
+        "(%s). Nothing was written. Drain the trays (for example scontrol update nodename=... state=drain, or "
+        "kubectl cordon), wait for the work to end and run again, or set imex_allow_busy_restart=true."
         % plan["domains"]["rackA"]["pending"]["a1"]]
 
 
@@ -1241,8 +1243,8 @@ def test_the_guard_refuses_a_restarting_domain_that_became_busy():
     assert refused(_plan.guard, plan, ["rackA", "rackB"], reads) == [
         "domain rackA is not restarted: work runs on it (a2: Slurm node gpu-a2 state ALLOCATED), as read just before "
         "its daemons would stop. A restart makes every IMEX daemon of the domain a new instance and cuts the memory "
-        "its jobs share. Its files are written (a1: new config); the next run restarts it once the work has ended. "
-        "Drain the trays, or set imex_allow_busy_restart=true."]
+        "its jobs share. It was to restart for a1: new config. Written before this refusal: config on a1. The next "
+        "run restarts it once the work has ended. Drain the trays, or set imex_allow_busy_restart=true."]
 
 
 def test_the_guard_checks_only_the_domains_that_restart():
@@ -1444,7 +1446,7 @@ def test_a_tray_out_of_service_stays_in_the_node_list_is_not_planned_for_and_is_
     assert plan["out_of_service"] == ["t1"] and sorted(plan["trays"]) == ["t2", "t3"]
     assert subset(domain, {"trays": ["t1", "t2", "t3"], "trays_in_run": ["t2", "t3"], "out_of_service": ["t1"],
                            "absent_addresses": ["198.18.1.11"], "partial": False, "leader": "t2",
-                           "lock_holder": "t2"})
+                           "lock_holders": ["t2", "t3"]})
     # The node list every tray in service writes still names it.
     assert domain["addresses"] == ["198.18.1.11", "198.18.1.12", "198.18.1.13"]
 
