@@ -58,12 +58,23 @@ class Tray:
         self.release = (read.get("daemon_release") or {}).get("running")
         self.instance = copy.deepcopy((read.get("services_instance") or {}).get(SERVICE))
 
+    def __deepcopy__(self, memo):
+        """A copy whose changes stay its own; the recorded read it starts from is shared (never changed)."""
+        twin = copy.copy(self)
+        twin.files = {path: dict(found) for path, found in self.files.items()}
+        twin.runs = dict(self.runs) if self.runs is not None else None
+        twin.work = copy.deepcopy(self.work)
+        twin.instance = copy.deepcopy(self.instance)
+        twin.clock = copy.deepcopy(self.clock, memo)
+        return twin
+
     def _on_disk(self):
         return {path: found.get("sha256") for path, found in self.files.items()}
 
     def read(self, entry):
         """imex_tray_info's result for the plan's tray entry: the recorded read with today's state."""
-        read = copy.deepcopy(self.template)
+        # The plan never changes a read: the recorded parts are shared, the changing ones made afresh.
+        read = dict(self.template)
         read["files"] = {path: copy.deepcopy(self.files.get(path) or {"exists": False, "error": None})
                          for path in entry["read_files"]}
         read["services"] = {SERVICE: "active" if self.running else "inactive"}

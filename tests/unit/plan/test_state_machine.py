@@ -1,0 +1,295 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Seeded random sequences on the simulated domain of the recorded reads: trays stopped, busy, written
+behind the daemon's back or unreachable; runs with out-of-service lists, --limit slices, --check, mode
+and option changes, and a second run started during a first one's pre-restart tasks. After each run the
+invariants below are checked; each is also shown failing on a plan altered on purpose, so that none is
+trusted without having been seen to fail."""
+from __future__ import annotations
+
+import copy
+import random
+import re
+
+import pytest
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run
+
+SEEDS = (1, 2)
+STEPS = 1000
+PORTS = (50000, 50010, 50020)
+MODES = (("static", True), ("dra_host_managed", True))
+WORK = [{"pid": 4242, "name": "python3"}]
+
+INVARIANTS = (
+    "a busy or partial domain is never restarted",
+    "a restart takes every tray in service of the domain together",
+    "a tray out of service never blocks its peers, and joins when back",
+    "two runs of one domain exclude each other",
+    "a refusal says exactly what was written",
+    "--check predicts exactly what the real run does",
+    "every refusal names its tray or domain",
+)
+BUSY, TOGETHER, AWAY, LOCKS, WRITTEN, CHECK, NAMED = INVARIANTS
+WRITTEN_SENTENCE = re.compile(r"(Nothing was written\.|Written before this refusal: (?P<list>[^.]*)\.)")
+
+
+def files_changed(before, after):
+    return sorted(tray for tray in after if after[tray] != before[tray])
+
+
+def told_written(problems):
+    """The trays the refusal says were written, or None when it says nothing of what was written."""
+    found = None
+    for problem in problems:
+        for match in WRITTEN_SENTENCE.finditer(problem):
+            found = found or set()
+            if match.group("list"):
+                found.update(part.rsplit(" on ", 1)[1] for part in match.group("list").split("; "))
+    return found
+
+
+class Explorer:
+    """One seeded random sequence; ``violations`` holds (step, invariant, detail)."""
+
+    def __init__(self, seed):
+        self.random = random.Random(seed)
+        self.bed = Bed("healthy")
+        self.trays = list(self.bed.trays_in_order)
+        self.options = {"imex_server_port": PORTS[0]}
+        self.violations = []
+        self.step = 0
+        # How the runs ended: a stage that refused, else what they did.
+        self.seen = set()
+
+    def fail(self, invariant, detail):
+        self.violations.append((self.step, invariant, detail))
+
+    # -- what happens to the trays between runs ----------------------------------------------------
+
+    def disturb(self):
+        tray = self.bed.trays[self.random.choice(self.trays)]
+        kind = self.random.choice(("stop", "work", "idle", "idle", "edit", "unreachable", "reachable", "reachable",
+                                   "options", "options", "nothing"))
+        if kind == "stop":
+            tray.stop()
+        elif kind == "work":
+            tray.work = list(WORK)
+        elif kind == "idle":
+            tray.work = []
+        elif kind == "edit":
+            # A file written behind the daemon's back (a run stopped between its write and its restart).
+            path = self.random.choice(sorted(tray.files))
+            tray.files[path] = dict(tray.files[path], ctime=self.bed.clock.now())
+        elif kind == "unreachable":
+            tray.reachable = False
+        elif kind == "reachable":
+            tray.reachable = True
+        elif kind == "options":
+            mode, channel0 = self.random.choice(MODES)
+            self.options = {"imex_server_port": self.random.choice(PORTS), "imex_mode": mode,
+                            "imex_channel0": channel0}
+
+    def run_arguments(self):
+        away = [tray for tray in self.trays if self.random.random() < 0.2]
+        if len(away) == len(self.trays):
+            away = away[:1]
+        limit = None
+        if self.random.random() < 0.2:
+            limit = sorted(self.random.sample(self.trays, self.random.randint(1, len(self.trays))))
+        return {"every": dict(self.options), "out_of_service": away, "limit": limit}
+
+    # -- one step ----------------------------------------------------------------------------------
+
+    def one(self):
+        self.step += 1
+        self.disturb()
+        arguments = self.run_arguments()
+        chance = self.random.random()
+        if chance < 0.15:
+            self.concurrent(arguments)
+            return
+        if chance < 0.25:
+            # Work starts on a tray between the read and the restart (a job scheduled in between, or the
+            # operator's pre-restart tasks): only the guard can see it, after the writes.
+            tray = self.random.choice(self.trays)
+
+            def work_starts(_run, _wave):
+                self.bed.trays[tray].work = list(WORK)
+            arguments["pre_restart"] = work_starts
+        checked = None
+        if "pre_restart" not in arguments:
+            checked = Run(copy.deepcopy(self.bed), run_id="check-%d" % self.step, check=True, **arguments).run()
+        before = self.bed.snapshot()
+        outcome = Run(self.bed, run_id="run-%d" % self.step, **arguments).run()
+        self.judge(outcome, arguments, before)
+        if checked and checked.decisions() != outcome.decisions() and outcome.stopped_at != "prove":
+            self.fail(CHECK, "check %s, real %s" % (checked.decisions(), outcome.decisions()))
+
+    def concurrent(self, arguments):
+        """A second run starts while the first one runs its pre-restart tasks (under its lock)."""
+        second = self.run_arguments()
+        seen = {}
+
+        def during_pre_restart(first, wave):
+            seen["before"] = self.bed.snapshot()
+            seen["run"] = Run(self.bed, run_id="run-%d-b" % self.step, **second)
+            stages = list(seen["run"])
+            if "lock" in stages:
+                self.fail(LOCKS, "run %s got past the locks while %s held them (%s, %s)"
+                          % (seen["run"].outcome.run_id, first.outcome.run_id, arguments, second))
+
+        before = self.bed.snapshot()
+        outcome = Run(self.bed, run_id="run-%d" % self.step, pre_restart=during_pre_restart, **arguments).run()
+        if "run" in seen:
+            self.judge(seen["run"].outcome, second, seen["before"], concurrent=True)
+        self.judge(outcome, arguments, before, concurrent="run" in seen)
+
+    # -- the invariants ----------------------------------------------------------------------------
+
+    def judge(self, outcome, arguments, before, concurrent=False):
+        bed = self.bed
+        self.seen.add(outcome.stopped_at or ("restart" if outcome.restarted else "start" if outcome.started
+                                             else "none"))
+        away = set(arguments["out_of_service"])
+        in_service = [tray for tray in self.trays if tray not in away]
+        play = arguments["limit"] or self.trays
+        for what, run_id, _domain, trays in bed.events:
+            if what != "restart" or run_id != outcome.run_id:
+                continue
+            busy = [tray for tray in trays if bed.trays[tray].work]
+            if busy or not set(in_service) <= set(play):
+                self.fail(BUSY, "%s restarted %s with work on %s, play %s" % (run_id, trays, busy, play))
+            if sorted(trays) != sorted(tray for tray in in_service):
+                self.fail(TOGETHER, "%s restarted %s of %s in service" % (run_id, trays, in_service))
+        bed.events = [event for event in bed.events if event[1] != outcome.run_id]
+        said = "\n".join(outcome.problems)
+        if outcome.stopped_at in ("restart", "guard") and any(
+                re.search(r"leaves out [^.]*\b%s\b" % re.escape(tray), said) for tray in away):
+            self.fail(AWAY, "%s counted a tray out of service as left out: %s" % (outcome.run_id, said))
+        changed = files_changed(before, bed.snapshot())
+        if outcome.refused and outcome.stopped_at != "prove":
+            told = told_written(outcome.problems)
+            if outcome.stopped_at in ("preflight", "lock", "read"):
+                if changed:
+                    self.fail(WRITTEN, "%s wrote %s before refusing at %s" % (outcome.run_id, changed, outcome.stopped_at))
+            elif told is None or sorted(told) != changed:
+                self.fail(WRITTEN, "%s wrote %s and said %r" % (outcome.run_id, changed, said))
+            for problem in outcome.problems:
+                if not any(name in problem for name in self.trays + ["domain " + bed.domain]):
+                    self.fail(NAMED, "%s: %r" % (outcome.run_id, problem))
+        quiet = not away and arguments["limit"] is None and not concurrent and all(
+            bed.trays[tray].reachable and not bed.trays[tray].work for tray in self.trays)
+        if quiet and not outcome.refused:
+            # Nothing held the run back: every tray, the ones back from repair too, runs the same files.
+            running = {tray: bed.trays[tray].runs for tray in self.trays}
+            on_disk = {tray: bed.snapshot()[tray] for tray in self.trays}
+            if running != on_disk or len({str(sorted(files.items())) for files in on_disk.values()}) != 1:
+                self.fail(AWAY, "%s left the domain unconverged: running %s, on disk %s" % (outcome.run_id, running, on_disk))
+
+
+def explore(seed, steps=STEPS, until=None):
+    """The explorer after ``steps`` steps, or after the first that breaks the invariant ``until``."""
+    explorer = Explorer(seed)
+    for _step in range(steps):
+        explorer.one()
+        if until and any(found == until for _step, found, _detail in explorer.violations):
+            break
+    return explorer
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_sequences_keep_every_invariant(seed):
+    explorer = explore(seed)
+    assert explorer.violations == []
+    # A sequence that never refused, restarted or met a lock would have proven nothing of those.
+    assert {"preflight", "lock", "read", "restart", "guard", "none", "start"} <= explorer.seen, explorer.seen
+
+
+# --- each invariant seen failing on a plan altered on purpose ---------------------------------------
+
+def _wrap(monkeypatch, name, after):
+    real = getattr(_plan, name)
+
+    def altered(*args, **kwargs):
+        return after(real, *args, **kwargs)
+    monkeypatch.setattr(_plan, name, altered)
+
+
+def busy_ignored(monkeypatch):
+    monkeypatch.setattr(_plan, "busy_guard", lambda *args, **kwargs: [])
+
+
+def one_tray_left_running(monkeypatch):
+    def after(real, plan, wave, *args):
+        plan = real(plan, wave, *args)
+        for name in plan["restarting"]:
+            plan["trays"][plan["domains"][name]["trays_in_run"][-1]]["restart"] = False
+        return plan
+    _wrap(monkeypatch, "restart", after)
+
+
+def away_counted_as_left_out(monkeypatch):
+    def after(real, model, options, play, *args, **kwargs):
+        plan = real(model, options, play, *args, **kwargs)
+        for domain in plan["domains"].values():
+            domain["left_out"] = [tray for tray in domain["trays"] if tray not in domain["trays_in_run"]]
+        return plan
+    _wrap(monkeypatch, "preflight", after)
+
+
+def lock_on_first_tray_in_service(monkeypatch):
+    def after(real, model, options, play, *args, **kwargs):
+        plan = real(model, options, play, *args, **kwargs)
+        plan["locks"] = [{"domain": name, "holder": [tray for tray in domain["trays"]
+                                                     if tray not in domain["out_of_service"]][0]}
+                         for name, domain in plan["domains"].items()]
+        return plan
+    _wrap(monkeypatch, "preflight", after)
+
+
+def says_nothing_was_written(monkeypatch):
+    monkeypatch.setattr(_plan, "written_sentence", lambda written: "Nothing was written.")
+
+
+def check_mode_blind_to_pending(monkeypatch):
+    def after(real, plan, *args, **kwargs):
+        plan = real(plan, *args, **kwargs)
+        if plan["check_mode"]:
+            for domain in plan["domains"].values():
+                domain["pending"] = {}
+        return plan
+    _wrap(monkeypatch, "after_read", after)
+
+
+def refusals_without_names(monkeypatch):
+    def after(real, plan, wave, *args):
+        try:
+            return real(plan, wave, *args)
+        except _plan.PlanError as error:
+            raise _plan.PlanError([re.sub(r"rack1-tray0\d|domain rack1", "a tray", problem)
+                                   for problem in error.problems]) from None
+    _wrap(monkeypatch, "restart", after)
+
+
+ALTERATIONS = [
+    (busy_ignored, BUSY),
+    (one_tray_left_running, TOGETHER),
+    (away_counted_as_left_out, AWAY),
+    (lock_on_first_tray_in_service, LOCKS),
+    (says_nothing_was_written, WRITTEN),
+    (check_mode_blind_to_pending, CHECK),
+    (refusals_without_names, NAMED),
+]
+
+
+@pytest.mark.parametrize(("alter", "invariant"), ALTERATIONS,
+                         ids=lambda value: value if isinstance(value, str) else value.__name__)
+def test_each_invariant_fails_on_a_plan_altered_on_purpose(monkeypatch, alter, invariant):
+    alter(monkeypatch)
+    found = {found_invariant for _step, found_invariant, _detail in explore(SEEDS[0], until=invariant).violations}
+    assert invariant in found, found
+
+
+def test_no_invariant_goes_without_an_alteration_that_breaks_it():
+    assert sorted(invariant for _alter, invariant in ALTERATIONS) == sorted(INVARIANTS)
