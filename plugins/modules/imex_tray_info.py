@@ -66,7 +66,8 @@ options:
   services:
     description:
       - systemd units whose state (C(systemctl is-active)) to report in RV(services), and for those that
-        are active when their main process started (C(systemctl show)) in RV(services_started).
+        are active when their main process started (C(systemctl show)) in RV(services_started), and
+        which instance runs and what it loaded in RV(services_instance).
     type: list
     elements: str
     default: []
@@ -208,8 +209,11 @@ notes:
     hang the play, and C(systemctl), C(scontrol) and C(nvidia-imex --version) after 30 seconds the same way.
   - RV(files), RV(stat_files) and RV(services) are what the tray held when it was read; a play that
     decides on them acts on that moment.
-  - A daemon whose RV(services_started) is earlier than the RV(files) C(ctime) of its config runs an
-    older config than the one on disk. Both times come from the tray's own clock.
+  - A daemon whose RV(services_instance) record is of its own instance runs the content the record
+    holds, to compare with the RV(files) C(sha256). Without one (a daemon started by hand or by an
+    older release of the collection), a daemon that began to start (RV(services_instance.inactive_exit))
+    before the RV(files) C(ctime) of its config may run an older config than the one on disk. Both
+    times come from the tray's own clock.
 seealso:
   - module: rackscale.imex.imex_status
   - module: rackscale.imex.imex_nodes_config
@@ -495,6 +499,40 @@ services_started:
   type: dict
   version_added: 0.3.0
   sample: {nvidia-imex: 1764079325.118204}
+services_instance:
+  description:
+    - Each unit of O(services) mapped to the instance that runs and what it loaded, for a unit that is
+      active; null for one that is not, or when C(systemctl show) did not answer.
+  returned: success
+  type: dict
+  version_added: 0.4.0
+  sample:
+    nvidia-imex:
+      invocation_id: 3b1c9e0f5d2a4c6e8f0a1b2c3d4e5f60
+      inactive_exit: 1764079324.902113
+      loaded:
+        invocation_id: 3b1c9e0f5d2a4c6e8f0a1b2c3d4e5f60
+        files: {/etc/nvidia-imex/config.cfg: 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0}
+  contains:
+    invocation_id:
+      description: systemd's C(InvocationID) of the running instance, new at every start of the unit; null when systemd shows none.
+      type: str
+    inactive_exit:
+      description:
+        - When the unit began to start, epoch seconds (C(InactiveExitTimestampMonotonic), moved onto the
+          tray's wall clock as RV(services_started) is), before the daemon read its files, where
+          RV(services_started) can be after it.
+      type: float
+    loaded:
+      description:
+        - The record M(rackscale.imex.imex_daemon_record) wrote when a run started the unit
+          (C(/run/rackscale-imex/loaded/<unit>.json)), with C(invocation_id), the instance it describes,
+          and C(files), each file mapped to the SHA-256 of the content that instance loaded (null for
+          a file that was absent).
+        - Null when there is none (the unit was started otherwise, or the tray rebooted since) or it
+          cannot be read as one. A record whose C(invocation_id) is not the running one's describes an
+          earlier instance.
+      type: dict
 services_enabled:
   description:
     - Each unit of O(services) mapped to the first word C(systemctl is-enabled) printed (C(enabled),
@@ -541,9 +579,9 @@ slurm_config:
       description:
         - C(switch_type) (SwitchType, V(null) when unset), C(switch_parameters), C(imex_channel_count)
           (of SwitchParameters, 2048 when it does not say; V(null) when not a number), C(prolog_flags),
-          C(prolog) and C(epilog) (every Prolog= and Epilog= entry, in order), C(version) (C(SLURM_VERSION):
+          C(prolog) and C(epilog) (every Prolog= and Epilog= entry, in order), C(version) (C(SLURM_VERSION),
           slurmctld's release), and C(prolog_timeout) and C(epilog_timeout) (seconds slurmd gives a prolog or
-          an epilog: C(PrologTimeout) or C(EpilogTimeout) where the release has them, else C(PrologEpilogTimeout);
+          an epilog, C(PrologTimeout) or C(EpilogTimeout) where the release has them, else C(PrologEpilogTimeout);
           V(null) when unlimited).
       type: dict
 channel_count:
@@ -576,7 +614,8 @@ import os
 import socket
 import time
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _fabric, _running_release, _slurm
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _daemon_record, _fabric, _running_release
+from ansible_collections.rackscale.imex.plugins.module_utils import _slurm
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     CHANNEL_COUNT_PATHS,
@@ -660,6 +699,30 @@ def services_started(runner, systemctl, states):
                 started[unit] = _activity.monotonic_to_epoch(usec, wall_minus_monotonic)
                 break
     return started
+
+
+def services_instance(runner, systemctl, states, record_dir=None):
+    """Map each active unit to {invocation_id, inactive_exit, loaded}: the running instance, when its
+    unit began to start (epoch seconds) and the record of what a run loaded into it; None for a unit
+    that is not active or when systemctl does not answer."""
+    instances = dict((unit, None) for unit in states)
+    wall_minus_monotonic = time.time() - time.monotonic()
+    for unit, state in states.items():
+        if not systemctl or state != 'active':
+            continue
+        args = [systemctl, 'show']
+        for prop in _daemon_record.INSTANCE_PROPERTIES:
+            args += ['-p', prop]
+        rc, out, _err, hung = runner.run(args + ['--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        if hung or rc != 0:
+            continue
+        show = _running_release.parse_show(out)
+        usec = _activity.parse_monotonic_usec(show.get('InactiveExitTimestampMonotonic'))
+        instances[unit] = dict(
+            invocation_id=_daemon_record.invocation_id(show.get('InvocationID')),
+            inactive_exit=None if usec is None else _activity.monotonic_to_epoch(usec, wall_minus_monotonic),
+            loaded=_daemon_record.read(unit, record_dir))
+    return instances
 
 
 def compute_apps(runner, smi):
@@ -918,7 +981,8 @@ def main():
                   files=dict((path, describe_file(path)) for path in params['files']),
                   stat_files=dict((path, stat_file(path)) for path in params['stat_files']),
                   services=states,
-                  services_started=services_started(runner, systemctl, states))
+                  services_started=services_started(runner, systemctl, states),
+                  services_instance=services_instance(runner, systemctl, states))
     if summary is not None:
         result.update(summary)
     if params['service_enabled']:

@@ -557,20 +557,60 @@ def daemon_started(read, service):
     return ((read or {}).get("services_started") or {}).get(service)
 
 
+def daemon_start_bound(read, service):
+    """Epoch seconds from which a file change may have missed the running daemon, or None when it does
+    not run: when its unit began to start (InactiveExitTimestamp). systemd sets ExecMainStartTimestamp
+    after the daemon has read its files, so that one alone would miss a change made in between."""
+    started = daemon_started(read, service)
+    if started is None:
+        return None
+    began = (((read or {}).get("services_instance") or {}).get(service) or {}).get("inactive_exit")
+    return started if began is None else min(began, started)
+
+
+def loaded_record(read, service):
+    """{path: sha256, null for an absent file} the running daemon loaded, as recorded when a run started
+    it; None when no record is of the running instance (systemd's InvocationID): a daemon started by
+    hand or by an older release of the collection, a tray rebooted since, or a read that could not tell."""
+    if daemon_started(read, service) is None:
+        return None
+    instance = ((read or {}).get("services_instance") or {}).get(service) or {}
+    loaded = instance.get("loaded") or {}
+    if not instance.get("invocation_id") or loaded.get("invocation_id") != instance["invocation_id"]:
+        return None
+    return dict(loaded.get("files") or {})
+
+
 def pending_restart(read, service, paths, stat_paths=()):
-    """Why a running daemon runs files older than those on disk (a run stopped between its writes and
+    """Why a running daemon runs files other than those on disk (a run stopped between its writes and
     its restart, or a hand edit), or None.
 
-    The daemon reads its files only when it starts: a file changed after the start is not in force.
-    Change times, not modification times: copying a file with its times kept still moves its ctime.
+    The daemon reads its files only when it starts. Where a record says what the running instance
+    loaded, a file of ``paths`` is pending when its content differs: a no-op chmod, chown, restorecon,
+    an identical rewrite or a clock step changes nothing. A file the record does not cover (and each of
+    ``stat_paths``, never read) is pending when it changed after the daemon began to start. Change
+    times, not modification times: copying a file with its times kept still moves its ctime.
     """
     started = daemon_started(read, service)
     if started is None:
         return None
-    newer = _written_after(read, list(paths) + list(stat_paths), started)
-    if not newer:
-        return None
-    return "daemon started at %s, before %s" % (_utc(started), newer)
+    loaded = loaded_record(read, service)
+    files = (read or {}).get("files") or {}
+    other, by_time = [], list(stat_paths)
+    for path in paths:
+        described = files.get(path) or {}
+        if loaded is None or path not in loaded or described.get("error") or "exists" not in described:
+            by_time.append(path)
+        elif (described.get("sha256") if described["exists"] else None) != loaded[path]:
+            other.append(path)
+    reasons = []
+    if other:
+        reasons.append("daemon started at %s loaded another %s than the one on disk" % (_utc(started), ", ".join(other)))
+    bound = daemon_start_bound(read, service)
+    newer = _written_after(read, by_time, bound)
+    if newer:
+        reasons.append("daemon started at %s, before %s" % (_utc(bound), newer))
+    return "; ".join(reasons) or None
 
 
 def release_restart(tray, read, service):
@@ -972,6 +1012,8 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
         raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "
                          "was changed:"] + slurm_problems)
     handover = []
+    # Trays whose running daemon has no record of what it loaded: judged by change times (said once).
+    unrecorded = []
     for name, domain in plan["domains"].items():
         service = domain["service"]
         in_run = {tray: reads.get(tray) or {} for tray in domain["trays_in_run"]}
@@ -1040,6 +1082,8 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
             entry["tls_predicted"] = bool(plan["check_mode"] or (entry["predicted"] and not entry["tls_reload_ok"]))
             # Per job, each prolog starts the daemon afresh with the files on disk.
             if domain["mode"] not in ("dra", PER_JOB):
+                if daemon_started(read, service) is not None and loaded_record(read, service) is None:
+                    unrecorded.append(tray)
                 if why or (tls_why and not entry["tls_reload_ok"]):
                     pending[tray] = why or tls_why
                 elif tls_why:
@@ -1063,6 +1107,13 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
                                                   "job)."))
     if handover:
         raise PlanError(handover)
+    if unrecorded:
+        plan["warnings"].append(
+            "tray%s %s: no record of what the running IMEX daemon loaded (it was started by hand or by an older "
+            "release of rackscale.imex): a restart is pending there when its config.cfg or node list changed after "
+            "the daemon began to start, so even a no-op chmod, touch or identical rewrite of them restarts its "
+            "domain. The next start of the daemon by this collection records it"
+            % ("s" if len(unrecorded) > 1 else "", ", ".join(unrecorded)))
     # validate.yml probes the idle per-job domains with a job, where a partition is given.
     plan["probe_now"], plan["probe_skipped"] = [], []
     for name in plan["per_job_domains"]:

@@ -16,6 +16,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_record
 from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -205,11 +206,16 @@ def test_service_states_come_from_systemctl_is_active(run):
     assert ok
     assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None, 'killed': None}
     assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-active', '--', 'nvidia-imex'] in calls
-    # Only the active unit is asked since when it runs; systemd says "never" (0) for both properties.
+    # Only the active unit is asked since when it runs and which instance runs; systemd says "never" (0)
+    # for both start properties.
     assert [cmd[4:] for cmd in calls if 'show' in cmd] == [
         [SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--', 'simdriver'],
-        [SYSTEMCTL, 'show', '-p', 'ActiveEnterTimestampMonotonic', '--value', '--', 'simdriver']]
+        [SYSTEMCTL, 'show', '-p', 'ActiveEnterTimestampMonotonic', '--value', '--', 'simdriver'],
+        [SYSTEMCTL, 'show', '-p', 'InvocationID', '-p', 'InactiveExitTimestampMonotonic', '--', 'simdriver']]
     assert result['services_started'] == {'nvidia-imex': None, 'simdriver': None, 'wedged': None, 'killed': None}
+    assert result['services_instance'] == {
+        'nvidia-imex': None, 'wedged': None, 'killed': None,
+        'simdriver': {'invocation_id': None, 'inactive_exit': None, 'loaded': None}}
 
 
 def test_service_state_is_unknown_without_systemctl(run):
@@ -240,7 +246,7 @@ def started_answer(properties):
         if 'is-active' in cmd:
             return 0, 'active\n', ''
         if 'show' in cmd:
-            rc, out = properties[cmd[cmd.index('-p') + 1]]
+            rc, out = properties.get(cmd[cmd.index('-p') + 1], (0, ''))
             return rc, out, ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
     return answer
@@ -259,7 +265,8 @@ def test_a_running_unit_is_dated_from_the_monotonic_start_of_its_main_process(ru
     assert result['services_started'] == {'nvidia-imex': Clocks.BOOT + 1234.567891}
     assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--',
             'nvidia-imex'] in calls
-    assert len([cmd for cmd in calls if 'show' in cmd]) == 1
+    # The one other show asks which instance runs.
+    assert [cmd[7] for cmd in calls if 'show' in cmd] == ['ExecMainStartTimestampMonotonic', 'InvocationID']
 
 
 @pytest.mark.parametrize('main_start', ['0\n', '\n', ''])
@@ -688,3 +695,40 @@ def test_no_release_is_read_of_a_daemon_that_does_not_run(run):
     assert ok and result['daemon_release'] == {'running': None, 'source': None, 'executable': None, 'replaced': None,
                                                'unknown': None}
     assert not [cmd for cmd in calls if 'show' in cmd] and not result.get('_warnings')
+
+
+def test_the_running_instance_and_the_record_of_what_it_loaded(run, monkeypatch, tmp_path):
+    """InvocationID and the unit's start of activation (before the daemon read its files), and the record a
+    run wrote when it started the unit, read back as it is: the plan compares its instance."""
+    monkeypatch.setattr(_daemon_record, 'RECORD_DIR', str(tmp_path))
+    instance = '3b1c9e0f5d2a4c6e8f0a1b2c3d4e5f60'
+    digest = hashlib.sha256(b'198.18.1.11\n').hexdigest()
+    (tmp_path / 'nvidia-imex.json').write_text(_daemon_record.build('nvidia-imex', instance, {'/etc/n': digest}))
+    ok, result, calls = run_started(run, monkeypatch, {
+        'ExecMainStartTimestampMonotonic': (0, '1234567891\n'),
+        'InvocationID': (0, 'InvocationID=%s\nInactiveExitTimestampMonotonic=1234000000\n' % instance)})
+    assert ok
+    assert result['services_instance'] == {'nvidia-imex': {
+        'invocation_id': instance, 'inactive_exit': Clocks.BOOT + 1234.0,
+        'loaded': {'invocation_id': instance, 'files': {'/etc/n': digest}}}}
+    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'InvocationID', '-p', 'InactiveExitTimestampMonotonic',
+            '--', 'nvidia-imex'] in calls
+
+
+@pytest.mark.parametrize('answer, record, expected', [
+    # No record (started by hand, or the tray rebooted since): the instance alone.
+    ((0, 'InvocationID=7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071\nInactiveExitTimestampMonotonic=0\n'), None,
+     {'invocation_id': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071', 'inactive_exit': None, 'loaded': None}),
+    # A damaged record is none.
+    ((0, 'InvocationID=7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071\n'), '{"format": 1, "invoc',
+     {'invocation_id': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071', 'inactive_exit': None, 'loaded': None}),
+    # systemctl show hung: nothing is known of the instance.
+    ((124, ''), None, None),
+])
+def test_an_instance_without_a_record_or_an_answer(run, monkeypatch, tmp_path, answer, record, expected):
+    monkeypatch.setattr(_daemon_record, 'RECORD_DIR', str(tmp_path))
+    if record is not None:
+        (tmp_path / 'nvidia-imex.json').write_text(record)
+    ok, result, _calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, '1234567891\n'),
+                                                        'InvocationID': answer})
+    assert ok and result['services_instance'] == {'nvidia-imex': expected}

@@ -140,11 +140,25 @@ def wanted_files(plan, tray):
     return nodes, apply_settings(STOCK, validate_settings(entry["settings"]))[0]
 
 
-def read_of(plan, tray, active=True, started=STARTED, nodes=None, config=None, ctime=BEFORE, **extra):
-    """The imex_tray_info read of a converged tray (no drift, daemon younger than its files) on the
-    NVLink partition of its domain; keyword arguments replace what differs."""
+def instance_of(tray, started, loaded):
+    """services_instance of a daemon started at ``started`` whose record says it loaded ``loaded``
+    ({path: text}; None: no record, as for a daemon started by hand)."""
+    invocation = hashlib.md5(("%s %s" % (tray, started)).encode()).hexdigest()
+    record = None if loaded is None else {"invocation_id": invocation, "files": {
+        path: hashlib.sha256(text.encode("utf-8")).hexdigest() for path, text in loaded.items()}}
+    return {"invocation_id": invocation, "inactive_exit": started, "loaded": record}
+
+
+def read_of(plan, tray, active=True, started=STARTED, nodes=None, config=None, ctime=BEFORE, loaded=(), **extra):
+    """The imex_tray_info read of a converged tray (no drift, daemon younger than its files, which a
+    run of the collection started: its record says it loaded them) on the NVLink partition of its
+    domain; keyword arguments replace what differs. ``loaded``: what the record of the running daemon
+    says it loaded ({path: text}; None: no record, as for a daemon started by hand); by default the
+    files on disk, but no record for a daemon older than its files, judged by their change times."""
     entry = plan["trays"][tray]
     nodes_text, config_text = wanted_files(plan, tray)
+    if loaded == ():
+        loaded = {NODES_PATH: nodes_text, CONFIG_PATH: config_text} if started >= ctime else None
     read = {
         "fabric_ok": True, "cluster_uuid": cluster(entry["domain"]), "clique_id": 32766, "problems": [],
         "driver_version": DRIVER, "imex_version": DRIVER,
@@ -155,6 +169,7 @@ def read_of(plan, tray, active=True, started=STARTED, nodes=None, config=None, c
                        for path in entry["read_stat_files"]},
         "services": {SERVICE: "active" if active else "inactive"},
         "services_started": {SERVICE: started if active else None},
+        "services_instance": {SERVICE: instance_of(tray, started, loaded) if active else None},
         "compute_apps": [],
         "slurm": {"installed": False, "node": tray, "state": None, "error": None}, "slurm_state": None,
         "channels": {str(item["channel"]): {"changed": False} for item in entry["channel_entries"]},
