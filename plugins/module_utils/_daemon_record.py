@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 
 RECORD_DIR = '/run/rackscale-imex/loaded'
 RECORD_FORMAT = 1
@@ -39,6 +40,27 @@ def record_path(service, record_dir=None):
     if not _UNIT_NAME.fullmatch(service or '') or service in ('.', '..'):
         raise RecordError('%r is not a systemd unit name' % (service,))
     return os.path.join(record_dir or RECORD_DIR, '%s.json' % service)
+
+
+def unsafe_place(path):
+    """Why ``path`` (the record file) must not be written as root, or None: each existing directory from
+    /run/rackscale-imex down, and the file itself, must be no symbolic link, belong to this user and not
+    be writable by group or others (anyone who could write there could point the record elsewhere)."""
+    directory = os.path.dirname(path)
+    for place in (os.path.dirname(directory), directory, path):
+        try:
+            st = os.lstat(place)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            return 'cannot inspect %s: %s' % (place, error.strerror or error)
+        if stat.S_ISLNK(st.st_mode):
+            return '%s is a symbolic link' % place
+        if st.st_uid != os.geteuid():
+            return '%s belongs to uid %d, not to uid %d that records' % (place, st.st_uid, os.geteuid())
+        if st.st_mode & 0o022:
+            return '%s is writable by group or others (mode %04o)' % (place, stat.S_IMODE(st.st_mode))
+    return None
 
 
 def invocation_id(value):

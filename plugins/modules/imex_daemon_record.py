@@ -21,7 +21,8 @@ description:
     RV(rackscale.imex.imex_tray_info#module:services_instance).
   - The record is C(/run/rackscale-imex/loaded/<service>.json), under C(/run) so that a reboot clears it
     together with the instance it describes. It is written atomically; its directory is created
-    (mode 0700) when missing.
+    (mode 0700) when missing. A symbolic link there, or a directory or file of another owner or
+    writable by group or others, is refused naming it.
   - A unit that has no instance (never started, or not running) gets no record and the task reports no
     change, as a record belongs to a running instance only.
 options:
@@ -165,6 +166,9 @@ def main():
             digests[name] = _daemon_record.file_digest(name)
         except OSError as error:
             module.fail_json(msg='cannot read %s to record what %s loaded: %s' % (name, service, error.strerror or error))
+    unsafe = _daemon_record.unsafe_place(path)
+    if unsafe:
+        module.fail_json(msg='refusing to record what %s loaded in %s: %s' % (service, path, unsafe))
     try:
         created = ensure_directory(module, os.path.dirname(path), 0o700, None, None)
         outcome = replace_file(module, path, _daemon_record.build(service, instance, digests), mode='0600')

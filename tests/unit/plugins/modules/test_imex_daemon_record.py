@@ -157,3 +157,20 @@ def test_a_damaged_record_is_no_record(text):
 
 def test_a_missing_record_is_no_record(tray):
     assert _daemon_record.read('nvidia-imex') is None
+
+
+@pytest.mark.parametrize('prepare, reason', [
+    (lambda run: (run / 'elsewhere').mkdir() or os.symlink(str(run / 'elsewhere'), str(run / 'loaded')),
+     '/loaded is a symbolic link'),
+    (lambda run: os.chmod(str(run), 0o1777), '/run is writable by group or others (mode 1777)'),
+    (lambda run: (run / 'loaded').mkdir() or os.symlink('/etc/passwd', str(run / 'loaded' / 'nvidia-imex.json')),
+     '/loaded/nvidia-imex.json is a symbolic link'),
+])
+def test_a_record_place_others_could_redirect_is_refused(record, tray, prepare, reason):
+    run = tray / 'run'
+    run.mkdir()
+    prepare(run)
+    result, _calls = record()
+    assert result['_exit_code'] == 1
+    assert result['msg'].startswith('refusing to record what nvidia-imex loaded in %s/loaded/nvidia-imex.json: '
+                                    % run) and result['msg'].endswith(reason)
