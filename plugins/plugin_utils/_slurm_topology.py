@@ -70,9 +70,9 @@ def foreign_file_problem(path, existing, force):
         return None
     content = existing.get("content")
     if content is None:
+        why = existing.get("error") or "the file cannot be read"
         return ("imex_slurm_topology_file = %r: %s; whether rackscale.imex wrote it cannot be told, so it is not "
-                "replaced (set imex_slurm_topology_force=true to replace it)" % (path, existing.get("error") or
-                                                                                   "the file cannot be read"))
+                "replaced (set imex_slurm_topology_force=true to replace it)" % (path, why))
     head = "\n".join(content.splitlines()[:3])
     if OWN_MARK in head:
         return None

@@ -544,8 +544,8 @@ def test_a_slurm_config_that_cannot_be_read_is_said_and_the_read_succeeds(run, a
 
 def test_without_scontrol_the_slurm_config_is_not_installed(run):
     ok, result, calls = _slurm_read(run, (0, '', ''), bins={'timeout': TIMEOUT})
-    assert ok and calls == [] and result['slurm_config'] == {'installed': False, 'config': None, 'error': None,
-                                                            'slurmd_version': None}
+    expected = {'installed': False, 'config': None, 'error': None, 'slurmd_version': None}
+    assert ok and calls == [] and result['slurm_config'] == expected
 
 
 def test_the_drivers_channel_count_comes_from_the_first_file_that_shows_it(run, tmp_path):
