@@ -124,26 +124,3 @@ def test_the_readme_quick_start_as_written_with_the_built_tarball(simulated_rack
         with open(reports / (name + ".json")) as handle:
             assert yaml.safe_load(handle)["verdict"] == "healthy"
 
-
-def test_two_domains_on_one_nvlink_partition_are_refused_unless_the_operator_opts_in(simulated_rack, tmp_path):
-    """rack1 split into two IMEX domain groups: its trays share one NVLink partition (as read from them)."""
-    with open(simulated_rack.inventory) as handle:
-        bed = yaml.safe_load(handle)
-    hosts = bed["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
-    first, second = list(hosts)[:2], list(hosts)[2:]
-    split = {"all": {"children": {"imex_domains": {"children": {
-        "rack1a": {"hosts": {name: hosts[name] for name in first}},
-        "rack1b": {"hosts": {name: hosts[name] for name in second}}}}}}}
-    inventory = write_inventory(tmp_path, split)
-    sentence = "domains rack1a and rack1b share the NVLink partition"
-    refused = run_playbook("site.yml", inventory, check=True, extravars={"imex_report_dir": str(tmp_path / "r")})
-    assert refused.rc != 0
-    text = "\n".join(refused.failure_messages())
-    assert sentence in text and "imex_shared_partition: true allows it" in text, text
-    assert refused.changed_hosts() == []
-    allowed = run_playbook("site.yml", inventory, check=True,
-                           extravars={"imex_report_dir": str(tmp_path / "r"), "imex_shared_partition": True})
-    assert allowed.rc == 0, allowed.stdout[-3000:]
-    said = "\n".join(str(res.get("msg")) for _, task, _, res in allowed.ok_results()
-                     if task == "Say what the NVLink fabric gate noted")
-    assert sentence in said and "as imex_shared_partition allows" in said, said

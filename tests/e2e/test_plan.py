@@ -25,7 +25,7 @@ import time
 import pytest
 import yaml
 
-from conftest import (ANSIBLE_ENV, PLAYBOOKS, READ_INTERVAL, SIMRACK, fresh_ssh_connections, requires_rack, run_playbook,
+from conftest import (ANSIBLE_ENV, PLAYBOOKS, READ_INTERVAL, fresh_ssh_connections, requires_rack, run_playbook,
                       simulated_bed, write_inventory)
 
 pytestmark = requires_rack
@@ -142,21 +142,6 @@ HANG_BEFORE_RESTART = """---
 """
 
 
-# Starts GPU work on one tray of the domain from the pre-restart tasks, after the run read the trays:
-# the knob `simrack fault busy` writes (compute_apps.json, read-only inside the tray under /run/testbed
-# and owned by the host), written the same way, from the controller.
-BUSY_FROM_THE_HOOK = """---
-- name: Start a GPU job on {tray}
-  ansible.builtin.command:
-    argv: [{simrack}, fault, busy, {tray}, "4343", python3]
-  environment:
-    SIMRACK_STATE: {state}
-  delegate_to: localhost
-  run_once: true
-  changed_when: true
-"""
-
-
 # A lock that goes stale within a minute, for the killed run and the one after it (a run takes another
 # one's lock over once it is older than the larger of the two runs' stale_after), with the waits of a
 # run below it (a lock must outlive the proof and two ctl calls without a refresh).
@@ -253,30 +238,6 @@ class TestOneRack:
         assert healed.rc == 0, healed.stdout[-5000:]
         assert_all_restarted(before, main_pids(rack, ONE_RACK))
         assert verdict(str(tmp_path / "healed"), "rack1") == "healthy"
-
-    def test_work_started_after_the_read_of_the_trays_still_keeps_the_domain_from_a_restart(self, one_rack, tmp_path):
-        rack, reports = one_rack
-        tray = "rack1-tray02"
-        before = main_pids(rack, ONE_RACK)
-        assert "LOG_LEVEL=0" not in log_levels(rack, ONE_RACK).values()
-        hook = pre_restart_tasks(tmp_path, BUSY_FROM_THE_HOOK.format(simrack=SIMRACK, state=rack.state_dir, tray=tray))
-        try:
-            refused = site(rack, reports, **level(0), **hook)
-            # The GPU job was started by the run itself, after its read of the trays.
-            assert "4343" in rack.ssh(tray, "nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader").stdout
-            assert refused.rc != 0, refused.stdout[-5000:]
-            assert (message_naming(refused, tray, "work runs on it")
-                    or message_naming(refused, tray, "busy")), messages(refused)
-            assert main_pids(rack, ONE_RACK) == before
-        finally:
-            rack.simrack("fault", "heal", "busy", tray, check=False)
-        assert rack.ssh(tray, "nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader").stdout.strip() == ""
-
-        # Idle again: the same change is applied (the refused run's files, if written, are restarted into).
-        applied = site(rack, reports, **level(0))
-        assert applied.rc == 0, applied.stdout[-5000:]
-        assert_all_restarted(before, main_pids(rack, ONE_RACK))
-        assert log_levels(rack, ONE_RACK) == dict.fromkeys(ONE_RACK, "LOG_LEVEL=0")
 
     def test_a_slurm_job_on_a_tray_named_otherwise_in_slurm_keeps_the_domain_from_a_restart(self, one_rack, tmp_path):
         rack, reports = one_rack

@@ -15,7 +15,6 @@ import hashlib
 import ipaddress
 import json
 import os
-import time
 
 import pytest
 import yaml
@@ -30,7 +29,6 @@ pytestmark = requires_rack
 RACK_SHAPE = (1, 4)
 TLS_DIR = "/etc/nvidia-imex/tls"
 RENEWED = "rack1-tray02"
-RENEWED_UNDER_WORK = "rack1-tray03"
 RELOAD = "Reload IMEX TLS credentials"
 
 
@@ -199,14 +197,3 @@ def test_the_next_run_changes_nothing_and_finds_no_reload_pending(converged, sim
     verdict = report(outputs)
     assert verdict["verdict"] == "healthy" and verdict["tls_reloaded"] == []
 
-
-def test_a_renewal_under_work_is_reloaded_not_refused(converged, simulated_rack, pki, outputs):
-    simulated_rack.simrack("fault", "busy", RENEWED_UNDER_WORK, "4242", "python3")
-    try:
-        # SIGUSR1 is processed at most once every 5 seconds per daemon.
-        time.sleep(5)
-        run, before = renew(simulated_rack, pki, outputs, RENEWED_UNDER_WORK)
-        assert not any("is not restarted: work runs on it" in message for message in run.failure_messages())
-        assert_reloaded_in_place(simulated_rack, outputs, run, before, RENEWED_UNDER_WORK)
-    finally:
-        simulated_rack.simrack("fault", "heal", "busy", RENEWED_UNDER_WORK)
