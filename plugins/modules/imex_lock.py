@@ -83,7 +83,7 @@ options:
     description:
       - With O(state=present), when O(owner) already holds the lock, write a new C(since)
         (C(changed=true)). Without it, holding the lock already changes nothing.
-      - The owner must hold the lock already: one that has gone (a reboot clears C(/run), or it was
+      - The owner must hold the lock already; one that has gone (a reboot clears C(/run), or it was
         removed by hand) fails naming the path and the tray, and is never taken again, since another
         run may have worked on the domain meanwhile. In check mode, where the take wrote no lock, a
         missing lock is what the take left.
