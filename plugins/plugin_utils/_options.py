@@ -337,8 +337,8 @@ def log_setting_problem(key, value):
     if (not text.startswith("/") or os.path.normpath(text) != text or "#" in text
             or any(character.isspace() for character in text) or not text.startswith(LOG_DIRECTORY + "/")):
         return ("%s = %s must be an absolute, normalised path of a file under %s without '#' or blanks (the vendor "
-                "default is %s/nvidia-imex.log), or empty for the journal" % (option, _shown(value), LOG_DIRECTORY,
-                                                                            LOG_DIRECTORY))
+                "default is %s/nvidia-imex.log), or empty for the journal"
+                % (option, _shown(value), LOG_DIRECTORY, LOG_DIRECTORY))
     return _other_software_problem(option, value, text)
 
 

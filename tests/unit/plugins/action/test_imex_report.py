@@ -128,6 +128,7 @@ def test_an_existing_directory_keeps_its_mode(tmp_path, mode):
 def test_a_system_directory_of_the_controller_is_refused_and_nothing_written(tmp_path, given, refused):
     args = dict({"dir": str(tmp_path / "reports"), "reports": [report("rack1")], "summary": [report("rack1")]},
                 **given)
+
     def seen():
         return {path: (os.stat(path).st_mode, os.stat(path).st_uid, os.stat(path).st_mtime_ns)
                 for path in ("/", "/etc", "/var/lib")}
