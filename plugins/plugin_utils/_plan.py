@@ -382,11 +382,11 @@ def lock_problems_away(domains, domain_trays, away):
         candidates, needed = lock_trays(domain_trays[name])
         gone = [tray for tray in candidates if tray in away]
         if len(candidates) - len(gone) < needed:
+            verb = "is" if len(gone) == 1 else "are"
             problems.append(
                 "domain %s: its lock is held on %d of its lock trays %s (its first trays in node order), but %s %s "
                 "out of service (imex_trays_out_of_service): two runs could then miss each other. Bring %s back "
-                "into service first" % (name, needed, ", ".join(candidates), ", ".join(gone),
-                                         "is" if len(gone) == 1 else "are", " or ".join(gone)))
+                "into service first" % (name, needed, ", ".join(candidates), ", ".join(gone), verb, " or ".join(gone)))
     return problems
 
 
