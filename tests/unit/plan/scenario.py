@@ -95,12 +95,15 @@ class Tray:
                                 uid=0, gid=0, mode=found.get("mode") or "0644", error=None)
         return True
 
-    def start(self):
+    def start(self, recorded=()):
+        """A new instance of the unit, begun now. ``recorded``: the files whose content the run that started
+        it records as loaded (its handler, tied to the instance); none for a start by hand."""
         self.running, self.started, self.runs = True, self.clock.now(), self._on_disk()
         self.release = self.template.get("imex_version")
-        # A new instance of the unit: it began to start now, and no record says what it loaded.
-        self.instance = {"inactive_exit": self.started, "invocation_id": "started-at-%d" % self.started,
-                         "loaded": None}
+        invocation = "started-at-%d" % self.started
+        loaded = {"invocation_id": invocation,
+                  "files": {path: (self.files.get(path) or {}).get("sha256") for path in recorded}} if recorded else None
+        self.instance = {"inactive_exit": self.started, "invocation_id": invocation, "loaded": loaded}
 
     def stop(self):
         self.running, self.started, self.runs = False, None, None
@@ -296,10 +299,10 @@ class Run:
                 for tray in restarting:
                     bed.trays[tray].stop()
                 for tray in restarting:
-                    bed.trays[tray].start()
+                    bed.trays[tray].start(plan["trays"][tray]["read_files"])
                 starting = [tray for tray in domain["trays_in_run"] if plan["trays"][tray].get("start")]
                 for tray in starting:
-                    bed.trays[tray].start()
+                    bed.trays[tray].start(plan["trays"][tray]["read_files"])
                 if restarting:
                     bed.events.append(("restart", outcome.run_id, name, restarting))
                 outcome.restarted += restarting

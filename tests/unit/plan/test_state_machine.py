@@ -78,9 +78,13 @@ class Explorer:
         elif kind == "idle":
             tray.work = []
         elif kind == "edit":
-            # A file written behind the daemon's back (a run stopped between its write and its restart).
+            # A file written behind the daemon's back: a hand edit, or the same content rewritten.
             path = self.random.choice(sorted(tray.files))
-            tray.files[path] = dict(tray.files[path], ctime=self.bed.clock.now())
+            content = tray.files[path].get("content") or ""
+            if self.random.random() < 0.5:
+                tray.write(path, content + "# edited by hand\n")
+            else:
+                tray.files[path] = dict(tray.files[path], ctime=self.bed.clock.now())
         elif kind == "unreachable":
             tray.reachable = False
         elif kind == "reachable":
@@ -127,8 +131,14 @@ class Explorer:
             self.fail(CHECK, "check %s, real %s" % (checked.decisions(), outcome.decisions()))
 
     def concurrent(self, arguments):
-        """A second run starts while the first one runs its pre-restart tasks (under its lock)."""
+        """A second run starts while the first one runs its pre-restart tasks (under its lock). The first
+        brings a change, so that it restarts; the second often has another tray out of service."""
+        port = self.random.choice([port for port in PORTS if port != self.options.get("imex_server_port")])
+        self.options = dict(self.options, imex_server_port=port)
+        arguments["every"] = dict(self.options)
         second = self.run_arguments()
+        if self.random.random() < 0.5:
+            second["out_of_service"] = [self.random.choice(self.trays)]
         seen = {}
 
         def during_pre_restart(first, wave):
@@ -181,10 +191,13 @@ class Explorer:
         quiet = not away and arguments["limit"] is None and not concurrent and all(
             bed.trays[tray].reachable and not bed.trays[tray].work for tray in self.trays)
         if quiet and not outcome.refused:
-            # Nothing held the run back: every tray, the ones back from repair too, runs the same files.
+            # Nothing held the run back: every tray, the ones back from repair too, runs what is on disk, and
+            # every tray holds the same node list (config.cfg keeps a hand's comments, tray by tray).
             running = {tray: bed.trays[tray].runs for tray in self.trays}
             on_disk = {tray: bed.snapshot()[tray] for tray in self.trays}
-            if running != on_disk or len({str(sorted(files.items())) for files in on_disk.values()}) != 1:
+            node_lists = {checksum for files in on_disk.values() for path, checksum in files.items()
+                          if path.endswith("nodes_config.cfg")}
+            if running != on_disk or len(node_lists) != 1:
                 self.fail(AWAY, "%s left the domain unconverged: running %s, on disk %s" % (outcome.run_id, running, on_disk))
 
 
