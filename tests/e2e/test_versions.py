@@ -3,13 +3,11 @@
 A tray whose nvidia-imex is not its driver's release, and a domain whose trays run different
 releases, are refused by the run's one read of the trays, naming trays and versions, before any
 write or restart. (A daemon left running another release than the one installed restarts with its
-domain: a decision on the recorded read, tests/unit/plan.)
+domain, and host names need a recent enough driver: decisions proven in tests/unit.)
 """
 from __future__ import annotations
 
-import yaml
-
-from conftest import requires_rack, run_playbook, write_inventory
+from conftest import requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -56,26 +54,3 @@ def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any
         rack.simrack("fault", "heal", "driver-version", "rack1-tray03")
     assert site(rack, tmp_path).rc == 0
 
-
-def test_host_names_are_refused_on_the_driver_the_trays_really_run(simulated_rack, tmp_path):
-    """imex_driver_version is not set: the driver release read from each tray decides."""
-    rack = simulated_rack
-    with open(rack.inventory) as handle:
-        inventory = yaml.safe_load(handle)
-    for tray, host_vars in inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"].items():
-        host_vars["imex_address"] = tray
-    by_name = write_inventory(tmp_path, inventory, "by-name.yml")
-    old = "570.148.08"
-    for tray in rack.trays_of(1):
-        rack.simrack("fault", "driver-version", tray, old)
-        rack.simrack("fault", "version", tray, old)
-    try:
-        assert_refused_before_any_write(
-            rack, site(rack, tmp_path, inventory=by_name, **CHANGE),
-            "domain rack1 uses host names in its node list (rack1-tray01, rack1-tray02, rack1-tray03), which need "
-            "driver 570.158.01 or newer; its trays run 570.148.08")
-    finally:
-        for tray in rack.trays_of(1):
-            rack.simrack("fault", "heal", "version", tray)
-            rack.simrack("fault", "heal", "driver-version", tray)
-    assert site(rack, tmp_path).rc == 0
