@@ -197,6 +197,9 @@ class ActionModule(ActionBase):
         trays = list(plan["trays"])
         options = self._tray_options(task_vars, trays)
         reads = {tray: self._hostvar(task_vars, tray, TRAY_READ) or {} for tray in trays}
+        unread = _run_record.none_reached(reads)
+        if unread:
+            raise _plan.PlanError(unread)
         first = options[trays[0]]
         script_sha256, slurm_names = None, {}
         if plan.get("per_job_domains"):

@@ -140,6 +140,24 @@ def _named(text, names):
             if re.search(r"(?<![\w.-])%s(?![\w-]|\.\w)" % re.escape(name), text)]
 
 
+# How the plan's refusal of a run that reached none of its trays begins.
+NONE_REACHED = "ssh reached none of the trays of the run"
+
+
+def _unreachable(result):
+    return isinstance(result, Mapping) and bool(result.get("unreachable"))
+
+
+def none_reached(reads):
+    """The problems of a run whose read reached none of its trays (``reads``: {tray: its registered
+    read}), else []. Such a run stops right after the read, while its trays are still in the play:
+    trays that ssh does not reach leave the play, and with none left, nothing would record the stop."""
+    if not reads or not all(_unreachable(read) for read in reads.values()):
+        return []
+    return ([NONE_REACHED + "; nothing was read or changed:"]
+            + ["tray %s: %s" % (tray, redacted(read.get("msg") or "unreachable")) for tray, read in reads.items()])
+
+
 def stopped_record(failures, registered, domains, judged=(), check_mode=False):
     """What a run that stopped leaves on record.
 
@@ -180,6 +198,9 @@ def stopped_record(failures, registered, domains, judged=(), check_mode=False):
                 if text not in reasons:
                     reasons.append(text)
     stage = stage or unreached or "run"
+    # A run that reached none of its trays stopped at their read (the plan refuses it right after).
+    if any(reason.startswith(NONE_REACHED) for reason in reasons):
+        stage = "read"
     if not reasons:
         reasons = ["the run stopped at its %s stage without a message (see the run's output)" % stage]
     reasons = reasons[:MAX_REASONS]

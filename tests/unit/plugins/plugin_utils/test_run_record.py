@@ -171,3 +171,45 @@ def test_a_stop_without_any_message_still_says_where():
     record = stopped_record([], {}, DOMAINS)
     assert record["stage"] == "run" and record["domains"] == ["rackA", "rackB"]
     assert record["reasons"] == ["the run stopped at its run stage without a message (see the run's output)"]
+
+
+def test_a_run_that_reached_none_of_its_trays_is_stopped_at_their_read():
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._run_record import none_reached
+    dark = {"unreachable": True, "msg": UNREACHABLE}
+    assert none_reached({"a1": dark, "a2": dark}) == [
+        "ssh reached none of the trays of the run; nothing was read or changed:",
+        "tray a1: " + UNREACHABLE, "tray a2: " + UNREACHABLE]
+    # One tray read is a run that goes on (validate.yml) or stops at that tray (site.yml).
+    assert none_reached({"a1": dark, "a2": {"changed": False, "fabric": {}}}) == []
+    assert none_reached({}) == []
+
+
+def test_every_tray_of_a_domain_dark_still_records_the_domain_not_proven():
+    # Every tray of the run unreachable: the plan refuses at its read stage (while the trays are still in the
+    # play), and the record says the run stopped at the read, on every tray, with ssh's reasons.
+    dark = {"unreachable": True, "msg": UNREACHABLE}
+    registered = {"__imex_tray_info": {"a1": dark, "a2": dark}}
+    problems = ["ssh reached none of the trays of the run; nothing was read or changed:",
+                "tray a1: " + UNREACHABLE, "tray a2: " + UNREACHABLE]
+    domains = {"rackA": DOMAINS["rackA"]}
+    record = stopped_record([("a1", plan_task("read"), refusal(*problems))], registered, domains)
+    assert (record["stage"], record["domains"], record["trays"]) == ("read", ["rackA"], ["a1", "a2"])
+    assert record["reasons"][:3] == problems
+    (report,) = record["reports"]
+    assert report["domain"] == "rackA" and report["verdict"] == NOT_PROVEN and report["ok"] is False
+    assert report["stopped_at"] == "read" and report["failed_trays"] == ["a1", "a2"]
+    assert any("ssh" in problem for problem in report["problems"])
+
+
+def test_one_dark_domain_of_two_is_recorded_as_the_run_s_stop():
+    # validate.yml: the trays of rackB were read, those of rackA none; the proof of rackA fails from its dark
+    # leader. The run reached trays, so the failed task decides the stage; rackA is named with its trays.
+    dark = {"unreachable": True, "msg": UNREACHABLE}
+    registered = {"__imex_tray_info": {"a1": dark, "a2": dark, "b1": {"changed": False}, "b2": {"changed": False}}}
+    status_task = {"action": "rackscale.imex.imex_status", "register": "__imex_validate_status", "run_once": True}
+    status = {"unreachable": True, "results": [
+        {"item": "rackA", "unreachable": True, "msg": UNREACHABLE,
+         "_ansible_delegated_vars": {"ansible_delegated_host": "a1"}}]}
+    record = stopped_record([("b1", status_task, status)], registered, DOMAINS)
+    assert record["stage"] == "proof" and record["domains"] == ["rackA"] and record["trays"] == ["a1", "a2"]
+    assert [report["domain"] for report in record["reports"]] == ["rackA", "rackB"]
