@@ -128,8 +128,8 @@ def test_a_run_whose_options_are_refused_records_it_before_any_tray_is_contacted
     # The lock comes first (on a majority of the domain's first three trays): its trays not reached stop the run.
     ("site.yml", "lock", ["rack1-tray01", "rack1-tray02"]),
 ])
-def test_a_domain_whose_trays_are_all_dark_is_recorded_not_proven(simulated_rack, outputs, proven, playbook, stage,
-                                                                   trays):
+def test_a_domain_whose_trays_are_all_dark_is_recorded_not_proven(simulated_rack, outputs, proven,
+                                                                  playbook, stage, trays):
     every_tray = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
     for tray in every_tray:
         simulated_rack.simrack("fault", "ssh-block", tray)
