@@ -1,7 +1,6 @@
-"""Around a domain's restart on the bed (1 x 3): a Slurm node allocated in slurm mode keeps it from the
-restart, and the operator's pre- and post-restart tasks run around it. What the busy guard decides on
-each read (GPU work, the operator's allowance, the DRA hand-over) is proven by the scenario tests
-(tests/unit/plan) on recorded reads.
+"""Around a domain's restart on the bed (1 x 3): the operator's pre- and post-restart tasks run around it.
+What the busy guard decides on each read (GPU work, a Slurm job, the operator's allowance, the DRA
+hand-over) is proven by the scenario tests (tests/unit/plan) on recorded reads.
 """
 from __future__ import annotations
 
@@ -24,35 +23,6 @@ def stops(run):
 def daemon_pids(rack):
     return [rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
             for tray in rack.trays_of(1)]
-
-
-def config_line(rack):
-    return rack.ssh("rack1-tray01", "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip()
-
-
-def test_a_slurm_allocated_tray_keeps_its_domain_from_a_restart(simulated_rack, tmp_path):
-    rack = simulated_rack
-    slurm = {"imex_mode": "slurm"}
-    first = site(rack, tmp_path, **slurm)
-    assert first.rc == 0, first.stdout[-3000:]
-    before, level = daemon_pids(rack), config_line(rack)
-    # A level no other test of this module sets, so that asking for it is a change.
-    assert level != "LOG_LEVEL=1"
-    # A drained node whose job still runs is busy; a drained idle one would not be.
-    rack.simrack("fault", "slurm", "rack1-tray03", "MIXED+DRAIN")
-    try:
-        refused = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 1}, **slurm)
-        assert refused.rc != 0
-        assert any("domain rack1 is not restarted: work runs on it (rack1-tray03: Slurm node rack1-tray03 state MIXED+DRAIN)"
-                   in message for message in refused.failure_messages()), refused.stdout[-3000:]
-        assert stops(refused) == [] and daemon_pids(rack) == before and config_line(rack) == level
-    finally:
-        rack.simrack("fault", "heal", "slurm", "rack1-tray03")
-    # The same change on an idle Slurm node is applied.
-    applied = site(rack, tmp_path, imex_settings={"LOG_LEVEL": 1}, **slurm)
-    assert applied.rc == 0, applied.stdout[-3000:]
-    assert stops(applied) == rack.trays_of(1) and config_line(rack) == "LOG_LEVEL=1"
-    assert site(rack, tmp_path).rc == 0
 
 
 def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack, tmp_path):
