@@ -17,6 +17,8 @@ TEMP_NAME = re.compile(r"(^\..+\.(tmp|new)$)|ansible_tmp")
 # The restart: the handlers the restart task notifies, flushed together.
 RESTART_TASKS = ("Stop IMEX daemon", "Start IMEX daemon")
 LOCK_TASK = "Take the lock of every domain of the run, one domain at a time in a fixed order"
+# The busy guard's read of what runs on a restarting domain's trays, right before their daemons stop.
+GUARD_READ_TASK = "Read what runs on the trays of a restarting domain right before their daemons stop"
 LOCK_CHECK_TASK = "Check that this run still holds the lock of every domain it restarts"
 # Seconds around a fault's own simrack command within which a daemon stop or start on its tray is
 # the fault's doing (systemd restarts a killed daemon after 1 s).
@@ -131,10 +133,14 @@ def own_doing(tray, when, fault_windows):
                for window in fault_windows)
 
 
-def busy_guard(events_by_tray, boots_by_tray, topology, busy_intervals, fault_windows, step_start, allowed=False):
-    """No daemon stopped and no tray rebooted on a domain that was busy at any moment of the step
-    before that stop, unless the run allowed it. events_by_tray: the simulator's records of the
-    step; boots_by_tray: boot times seen during the step; busy_intervals: [(tray, start, end|None)]."""
+def busy_guard(events_by_tray, boots_by_tray, topology, busy_intervals, fault_windows, step_start, allowed=False,
+               guard_reads=()):
+    """No daemon stopped and no tray rebooted on a domain that was busy when the run's guard looked
+    (the last guard read before that stop, ``guard_reads``: their start times) or later, before
+    the stop; a stop no guard read preceded, on a domain busy at any moment of the step before it.
+    Unless the run allowed it. events_by_tray: the simulator's records of the step; boots_by_tray:
+    boot times seen during the step; busy_intervals: [(tray, start, end|None)]. A busy tray healed
+    before the guard looked is no reason to refuse (a full heal, then its run's restart)."""
     if allowed:
         return True, "the runs allowed busy restarts"
     problems = []
@@ -149,7 +155,8 @@ def busy_guard(events_by_tray, boots_by_tray, topology, busy_intervals, fault_wi
             for when, what in stops:
                 if own_doing(tray, when, fault_windows):
                     continue
-                cause = [t for t, s, e in busy if s <= when]
+                looked = max([read for read in guard_reads if read <= when], default=step_start)
+                cause = [t for t, s, e in busy if s <= when and (e is None or e >= looked)]
                 if cause:
                     problems.append("%s on %s at %.1f while domain %s was busy (%s)" % (
                         what, tray, when, domain, ", ".join(sorted(set(cause)))))

@@ -554,7 +554,9 @@ class Soak:
         events = {t: [e for e in (after.get(t) or {}).get("events", []) if e["time"] >= begin] for t in after}
         boots = {t: [after[t]["boot"]] for t in after if after.get(t) and before.get(t)
                  and after[t]["boot"] != before[t]["boot"]}
-        verdicts["busy_guard"] = inv.busy_guard(events, boots, self.topology, self.busy_intervals(), self.windows, begin)
+        guard_reads = [e["time"] for r in runs for e in r["events"] if e.get("type") == "task_start" and e.get("task") == inv.GUARD_READ_TASK]
+        verdicts["busy_guard"] = inv.busy_guard(events, boots, self.topology, self.busy_intervals(), self.windows, begin,
+                                                guard_reads=guard_reads)
         real = [r for r in runs if r["playbook"] == "site.yml"]
         verdicts["restart_intervals"] = inv.no_overlapping_restarts(real, self.domain_of) if real else (None, "no site.yml run")
         # Locks.

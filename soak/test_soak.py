@@ -1,6 +1,7 @@
 """Unit tests of the soak's series and invariants (no bed): `.venv/bin/python -m pytest soak -q`."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -10,7 +11,8 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import invariants as inv  # noqa: E402
 import plan  # noqa: E402
 import run as soak_run  # noqa: E402
@@ -184,6 +186,20 @@ def test_a_stop_on_a_busy_domain_fails_unless_the_soak_itself_caused_it():
     assert inv.busy_guard({}, {"rack1-tray01": [55.0]}, TOPOLOGY, busy, [], step_start=30.0)[0] is False
 
 
+def test_a_busy_tray_healed_before_the_guard_looked_is_no_reason_to_refuse_a_restart():
+    # Seed 424242, step 26 of its replay: a full heal ended rack1-tray04's busy at 16.0, the run's
+    # guard read the trays at 33.4, and its restart stopped rack1's daemons at 35.8.
+    events = {"rack1-tray02": [{"event": "stop", "pid": 44, "time": 35.8}]}
+    healed = [("rack1-tray01", 5.0, 16.0)]
+    assert inv.busy_guard(events, {}, TOPOLOGY, healed, [], step_start=10.0, guard_reads=[33.4])[0] is True
+    # Busy until after the guard looked: the guard saw it, and the stop fails.
+    late = [("rack1-tray01", 5.0, 34.0)]
+    ok, detail = inv.busy_guard(events, {}, TOPOLOGY, late, [], step_start=10.0, guard_reads=[33.4])
+    assert ok is False and "daemon stop (PID 44) on rack1-tray02 at 35.8 while domain rack1 was busy" in detail
+    # A stop no guard read preceded: busy at any moment of the step before it fails it.
+    assert inv.busy_guard(events, {}, TOPOLOGY, healed, [], step_start=10.0)[0] is False
+
+
 # ---------------------------------------------------------------- 4 and 5
 def run_events(start, end, hosts, owner="run-a", lock_ok=True, check_failed=False):
     events = [{"type": "task_start", "task": inv.LOCK_TASK, "time": start - 5},
@@ -234,6 +250,17 @@ def test_a_lock_item_refused_with_locked_by_is_not_taken():
         {"item": {"domain": "rack1", "holder": "rack1-tray01"}, "failed": False, "msg": "rack tray is locked by run-a since ..."}]}]
     assert inv.locked_domains(events, DOMAIN_OF) == set()
     assert "locked by run-a" in inv.failure_text(events)
+
+
+def test_the_soak_callback_records_the_lock_owner_the_module_returns():
+    # The lock module's results carry no invocation: the owner comes from the result itself, or
+    # every run's owner was unknown (and "no lock of a finished run is left" could not fail).
+    spec = importlib.util.spec_from_file_location("soak_events", os.path.join(HERE, "callback_plugins", "soak_events.py"))
+    events = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(events)
+    assert events._owner({"owner": "run-a", "took_over": False}) == "run-a"
+    assert events._owner({"invocation": {"module_args": {"owner": "run-b"}}}) == "run-b"
+    assert events._owner({"changed": False}) is None
 
 
 def test_locks_left_by_finished_runs_and_two_holders():

@@ -20,6 +20,14 @@ LOCK_KEYS = ("holder", "since", "took_over", "waited")
 from ansible.plugins.callback import CallbackBase
 
 
+def _owner(result):
+    """The lock owner of an imex_lock result: the module returns it; its invocation is not kept."""
+    owner = result.get("owner")
+    if isinstance(owner, str) and owner:
+        return owner
+    return ((result.get("invocation") or {}).get("module_args") or {}).get("owner")
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -61,15 +69,14 @@ class CallbackModule(CallbackBase):
                                 "msg": str(item.get("msg", ""))[:2000] if isinstance(item, dict) else "",
                                 "delegated": ((item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
                                               if isinstance(item, dict) else None),
-                                "owner": ((item.get("invocation") or {}).get("module_args") or {}).get("owner")
-                                if isinstance(item, dict) else None,
+                                "owner": _owner(item) if isinstance(item, dict) else None,
                                 # The lock module's view of the lock it found: when it judged it, and whether it
                                 # took over a stale one (the soak judges a takeover at that moment).
                                 **({key: item.get(key) for key in LOCK_KEYS if key in item} if isinstance(item, dict) else {}),
                                 "taken_at": ((item.get("lock") or {}).get("since")
                                              if isinstance(item, dict) and isinstance(item.get("lock"), dict) else None)}
                                for item in items]
-        owner = ((res.get("invocation") or {}).get("module_args") or {}).get("owner")
+        owner = _owner(res)
         if owner:
             record["owner"] = owner
         self._write(record)
