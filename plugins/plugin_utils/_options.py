@@ -298,9 +298,9 @@ def controller_dir_problem(option, path, cwd=None, resolve=os.path.realpath):
     """A controller directory the run writes its records into (imex_report_dir, imex_textfile_dir).
 
     Relative paths are the working directory's. Refused: control characters; a system directory of
-    the controller (SYSTEM_DIRS, CONTROLLER_SYSTEM_DIRS) or anything in its system trees (/etc, /usr,
-    ...); other software's files and directories (OTHER_SOFTWARE_PATHS, any .ssh); each as written and
-    with its symbolic links resolved. A collector directory such as
+    the controller (SYSTEM_DIRS, CONTROLLER_SYSTEM_DIRS) or, named absolute, anything in its system
+    trees (/etc, /usr, ...); other software's files and directories (OTHER_SOFTWARE_PATHS, any .ssh);
+    each as written and with its symbolic links resolved. A collector directory such as
     /var/lib/node_exporter/textfile_collector is the operator's to name."""
     if path is None or path == "":
         return None
@@ -314,7 +314,9 @@ def controller_dir_problem(option, path, cwd=None, resolve=os.path.realpath):
             return ("%s = %s is %s, a system directory of the controller: name a directory of the run's records "
                     "(the default imex-reports, or for example /var/lib/rackscale-imex/reports)"
                     % (option, _shown(path), candidate))
-        trees = [tree for tree in CONTROLLER_SYSTEM_TREES if _under(candidate, tree)]
+        # A relative path stays allowed in the working directory, wherever ansible-playbook runs (from
+        # /etc/ansible, say); it still may not climb to a system directory or into other software's.
+        trees = [tree for tree in CONTROLLER_SYSTEM_TREES if _under(candidate, tree)] if text.startswith("/") else []
         if trees:
             return ("%s = %s lies in %s, a system tree of the controller: name a directory of the run's records "
                     "(the default imex-reports, or for example /var/lib/rackscale-imex/reports)"

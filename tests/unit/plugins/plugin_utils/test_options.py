@@ -351,6 +351,16 @@ def test_system_and_other_software_directories_of_the_controller_are_refused(pat
         assert problem and problem.startswith("%s = %r %s" % (option, path, reason)), problem
 
 
+def test_the_default_relative_directory_stays_allowed_wherever_the_playbook_runs():
+    from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
+    assert controller_dir_problem("imex_report_dir", "imex-reports", cwd="/etc/ansible",
+                                  resolve=lambda found: found) is None
+    assert controller_dir_problem("imex_report_dir", "../ssh", cwd="/etc/ansible", resolve=lambda found: found) \
+        .startswith("imex_report_dir = '../ssh' is a file or directory of other software (/etc/ssh)")
+    assert controller_dir_problem("imex_report_dir", "..", cwd="/etc/ansible", resolve=lambda found: found) \
+        .startswith("imex_report_dir = '..' is /etc, a system directory of the controller")
+
+
 def test_a_record_directory_that_is_a_link_to_a_system_directory_is_refused():
     from ansible_collections.rackscale.imex.plugins.plugin_utils._options import controller_dir_problem
     problem = controller_dir_problem("imex_report_dir", "/srv/reports", resolve={"/srv/reports": "/etc"}.get)
