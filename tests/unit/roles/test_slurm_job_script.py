@@ -148,25 +148,22 @@ def environ(context="prolog_slurmd", node="a01", nodelist="a[01-04]", oversubscr
     return found
 
 
-# What slurmd puts in the prolog's and epilog's environment for each kind of job, by generation:
-# (SLURM_JOB_EXCLUSIVE, SLURM_JOB_OVERSUBSCRIBE). Through 25.11 only the second is set, from the job's
-# share value; from 26.05 the first carries exclusivity and the second only whether the job may
-# oversubscribe (NO for every job that did not ask for it).
-SLURMD_ENVIRONMENT = {
-    "24.11.5": {"ordinary": (None, "OK"), "--oversubscribe": (None, "YES"), "--exclusive": (None, "NO"),
-                "--exclusive=user": (None, "USER"), "--exclusive=mcs": (None, "MCS"),
-                "--exclusive=topo": (None, "TOPO")},
-    "26.05.5": {"ordinary": ("NO", "NO"), "--oversubscribe": ("NO", "YES"), "--exclusive": ("NODE", "NO"),
-                "--exclusive=user": ("USER", "NO"), "--exclusive=mcs": ("MCS", "NO"),
-                "--exclusive=topo": ("TOPO", "NO")},
-}
-ALONE = ("--exclusive", "--exclusive=topo")
-JOB_KINDS = [(version, kind) for version in sorted(SLURMD_ENVIRONMENT) for kind in sorted(SLURMD_ENVIRONMENT[version])]
+# The environments real slurmds gave the bed's site prolog and epilog (tests/unit/samples/slurm/
+# <phase>_env_<release>_<job>.txt): Slurm 24.11.5 (Debian trixie) and 26.05.5 (Debian forky), for an
+# ordinary job, --oversubscribe, --exclusive and --exclusive=user|mcs|topo. Through 25.11 only
+# SLURM_JOB_OVERSUBSCRIBE tells, from the job's share value; from 26.05 SLURM_JOB_EXCLUSIVE carries
+# exclusivity and SLURM_JOB_OVERSUBSCRIBE only whether the job may oversubscribe (NO for an ordinary job).
+SAMPLES = os.path.join(ROOT, "tests", "unit", "samples", "slurm")
+RELEASES = ("24.11.5", "26.05.5")
+JOBS = ("ordinary", "oversubscribe", "exclusive", "exclusive_user", "exclusive_mcs", "exclusive_topo")
+ALONE = ("exclusive", "exclusive_topo")
+SAMPLE_NODES = [("rack1-tray%02d" % number, "198.18.1.%d" % (10 + number)) for number in range(1, 5)]
 
 
-def slurmd_environ(version, kind, **others):
-    exclusive, oversubscribe = SLURMD_ENVIRONMENT[version][kind]
-    return environ(exclusive=exclusive, oversubscribe=oversubscribe, **others)
+def slurmd_environ(phase, release, job):
+    """The environment slurmd gave the phase (prolog or epilog) of that job, as recorded."""
+    with open(os.path.join(SAMPLES, "%s_env_%s_%s.txt" % (phase, release, job))) as handle:
+        return dict(line.rstrip("\n").split("=", 1) for line in handle if "=" in line)
 
 
 def node_list(the_map):
@@ -197,55 +194,44 @@ def test_an_exclusive_job_gets_its_nodes_of_the_domain_in_the_maps_order(tmp_pat
     assert not [line for line in tray.logs if line.startswith("ERR")]
 
 
-@pytest.mark.parametrize("version, kind", JOB_KINDS)
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("job", JOBS)
+@pytest.mark.parametrize("phase", ["prolog", "epilog"])
+def test_only_a_job_that_holds_its_nodes_alone_touches_the_daemon_by_its_slurm_release(tmp_path, release, job, phase):
+    env = slurmd_environ(phase, release, job)
+    map_path, the_map = write_map(tmp_path, nodes=SAMPLE_NODES, this_node="rack1-tray01", slurm_version=release)
+    tray = FakeTray(hostnames={env["SLURM_JOB_NODELIST"]: ["rack1-tray01"]}, daemon_active=True)
+    assert run_main(tray, map_path, env) == 0
+    if job in ALONE:
+        assert tray.verbs()[:1] == (["stop"] if phase == "epilog" else ["scontrol " + env["SLURM_JOB_NODELIST"]])
+        assert "stop" in tray.verbs()
+        return
+    # Other jobs on the tray may use the daemon (an ordinary 26.05 job says SLURM_JOB_OVERSUBSCRIBE=NO
+    # too): no stop, no start, no list written.
+    assert tray.calls == [] and tray.active
+    assert not os.path.exists(the_map["nodes_config_path"])
+    said = [line for line in tray.logs if "SLURM_JOB_EXCLUSIVE=%s, SLURM_JOB_OVERSUBSCRIBE=%s" % (
+        env.get("SLURM_JOB_EXCLUSIVE", "unset"), env["SLURM_JOB_OVERSUBSCRIBE"]) in line]
+    assert len(said) == 1 and ("Slurm %s" % release) in said[0]
+    assert ("from Slurm 26.05" if release.startswith("26") else "before Slurm 26.05") in said[0]
+
+
+@pytest.mark.parametrize("map_release, exclusive, said", [
+    # a 26.05 slurmd that left out the variable its release sets
+    ("26.05.5", None, "slurmd did not set SLURM_JOB_EXCLUSIVE (SLURM_JOB_EXCLUSIVE=unset, SLURM_JOB_OVERSUBSCRIBE=NO; "
+                      "Slurm 26.05.5)"),
+    # slurmd upgraded after the map was written: the variable only 26.05 sets decides
+    ("24.11.5", "USER", "from Slurm 26.05 a job holds its nodes alone with SLURM_JOB_EXCLUSIVE=NODE or TOPO "
+                        "(SLURM_JOB_EXCLUSIVE=USER, SLURM_JOB_OVERSUBSCRIBE=NO; Slurm 24.11.5)"),
+])
 @pytest.mark.parametrize("phase", ["prolog_slurmd", "epilog_slurmd"])
-def test_only_a_job_that_holds_its_nodes_alone_touches_the_daemon_by_its_slurm_generation(tmp_path, version, kind,
-                                                                                          phase):
-    map_path, the_map = write_map(tmp_path, slurm_version=version)
-    tray = FakeTray(hostnames={"a[01-04]": ["a01", "a02", "a03", "a04"]}, daemon_active=True)
-    assert run_main(tray, map_path, slurmd_environ(version, kind, context=phase)) == 0
-    if kind in ALONE:
-        assert tray.verbs()[:1 if phase == "epilog_slurmd" else 2] == (
-            ["stop"] if phase == "epilog_slurmd" else ["scontrol a[01-04]", "stop"])
-    else:
-        # Other jobs on the tray may use the daemon: no stop, no start, no list written.
-        assert tray.calls == []
-        assert tray.active
-        assert not os.path.exists(the_map["nodes_config_path"])
-        exclusive, oversubscribe = SLURMD_ENVIRONMENT[version][kind]
-        said = [line for line in tray.logs if "SLURM_JOB_EXCLUSIVE=%s, SLURM_JOB_OVERSUBSCRIBE=%s" % (
-            exclusive or "unset", oversubscribe) in line]
-        assert len(said) == 1 and ("Slurm %s" % version) in said[0]
-        assert ("from Slurm 26.05" if version.startswith("26") else "before Slurm 26.05") in said[0]
-
-
-def test_an_ordinary_26_05_job_is_shared_although_slurmd_says_it_does_not_oversubscribe(tmp_path):
-    # The 24.11 rule read on 26.05 would take SLURM_JOB_OVERSUBSCRIBE=NO for exclusive and restart the
-    # daemon under every other job of the tray.
-    map_path, _the_map = write_map(tmp_path, slurm_version="26.05.5")
+def test_an_environment_that_does_not_fit_the_maps_release_touches_nothing(tmp_path, map_release, exclusive, said,
+                                                                           phase):
+    map_path, _the_map = write_map(tmp_path, slurm_version=map_release)
     tray = FakeTray(daemon_active=True)
-    assert run_main(tray, map_path, environ(exclusive="NO", oversubscribe="NO")) == 0
+    assert run_main(tray, map_path, environ(context=phase, exclusive=exclusive, oversubscribe="NO")) == 0
     assert tray.calls == []
-    assert any("does not hold its nodes alone" in line for line in tray.logs)
-
-
-@pytest.mark.parametrize("phase", ["prolog_slurmd", "epilog_slurmd"])
-def test_a_26_05_tray_whose_slurmd_leaves_out_slurm_job_exclusive_touches_nothing(tmp_path, phase):
-    map_path, _the_map = write_map(tmp_path, slurm_version="26.05.5")
-    tray = FakeTray(daemon_active=True)
-    assert run_main(tray, map_path, environ(context=phase, oversubscribe="NO")) == 0
-    assert tray.calls == []
-    assert any("slurmd did not set SLURM_JOB_EXCLUSIVE (SLURM_JOB_EXCLUSIVE=unset, SLURM_JOB_OVERSUBSCRIBE=NO; "
-               "Slurm 26.05.5)" in line for line in tray.logs)
-
-
-def test_slurm_job_exclusive_takes_the_26_05_rule_even_when_the_map_names_an_older_slurm(tmp_path):
-    # slurmd upgraded after the map was written: the variable only 26.05 sets decides.
-    map_path, _the_map = write_map(tmp_path, slurm_version="24.11.5")
-    tray = FakeTray(daemon_active=True)
-    assert run_main(tray, map_path, environ(exclusive="USER", oversubscribe="NO")) == 0
-    assert tray.calls == []
-    assert any("from Slurm 26.05" in line for line in tray.logs)
+    assert any(said in line for line in tray.logs), tray.logs
 
 
 @pytest.mark.parametrize("version", [None, "", "unknown"])
