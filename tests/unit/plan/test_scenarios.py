@@ -173,3 +173,17 @@ def test_too_many_lock_trays_out_of_service_refuse_the_run_before_any_tray_is_co
         "domain rack1: its lock is held on 2 of its lock trays rack1-tray01, rack1-tray02, rack1-tray03 (its first "
         "trays in node order), but rack1-tray01, rack1-tray02 are out of service (imex_trays_out_of_service): two "
         "runs could then miss each other. Bring rack1-tray01 or rack1-tray02 back into service first"]
+
+
+def test_the_first_lock_tray_unreachable_stops_the_run_until_it_is_marked_out_of_service():
+    """The real rack: the domain's first tray dies. A run that still counts it in service stops at its lock,
+    before any write; marked out of service, the next lock tray in service takes its place and its peers
+    restart together."""
+    bed = Bed()
+    bed.trays[T1].reachable = False
+    before = bed.snapshot()
+    stopped = run(bed, every=NEW_PORT)
+    assert stopped.stopped_at == "lock" and T1 in stopped.problems[0] and bed.snapshot() == before
+    away = run(bed, every=NEW_PORT, out_of_service=[T1])
+    assert not away.refused and away.restarted == [T2, T3], away.problems
+    assert [lock["holder"] for lock in away.plans[0][1]["locks"]] == [T2, T3]
