@@ -1109,7 +1109,7 @@ def after_read(plan, model, tray_options, reads, shared_partition=False, skip_fa
         raise PlanError(handover)
     if unrecorded:
         plan["warnings"].append(
-            "tray%s %s: no record of what the running IMEX daemon loaded (it was started by hand or by an older "
+            "tray%s %s: no record of what the running IMEX daemon loaded (it was started at boot, by hand or by an older "
             "release of rackscale.imex): a restart is pending there when its config.cfg or node list changed after "
             "the daemon began to start, so even a no-op chmod, touch or identical rewrite of them restarts its "
             "domain. The next start of the daemon by this collection records it"

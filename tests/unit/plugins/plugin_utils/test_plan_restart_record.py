@@ -97,7 +97,7 @@ def test_a_daemon_started_by_hand_falls_back_to_change_times_and_the_plan_says_s
     # b1, also without a record, runs files older than itself: nothing pending, but judged the same way.
     assert plan["domains"]["rackB"]["pending"] == {}
     assert plan["warnings"] == [
-        "trays a1, a2, b1: no record of what the running IMEX daemon loaded (it was started by hand or by an older "
+        "trays a1, a2, b1: no record of what the running IMEX daemon loaded (it was started at boot, by hand or by an older "
         "release of rackscale.imex): a restart is pending there when its config.cfg or node list changed after the "
         "daemon began to start, so even a no-op chmod, touch or identical rewrite of them restarts its domain. The "
         "next start of the daemon by this collection records it"]
