@@ -2,10 +2,19 @@
 """imex_mode slurm_per_job against real Slurm: slurmd on every tray runs the installed prolog and
 epilog, which drive the simulated IMEX daemon.
 
-The bed (fixture slurm_bed) is 2 racks x 4 trays; slurm.conf has PrologFlags=Alloc,
-Prolog=/etc/slurm/prolog.d/*, Epilog=/etc/slurm/epilog.d/*, SwitchType=switch/nvidia_imex and a
-hand-written topology/block file with one block per rack. Jobs are started with srun from the
-controller host, as a user would, and look at the IMEX domain from inside.
+One bed per Slurm generation (simrack up --slurm --slurm-suite): 24.11, whose slurmd tells the prolog
+whether a job holds its nodes in SLURM_JOB_OVERSUBSCRIBE, and 26.05, which says it in
+SLURM_JOB_EXCLUSIVE and sets SLURM_JOB_OVERSUBSCRIBE=NO for every job that did not ask to
+oversubscribe. Each bed is 2 racks x 3 trays; slurm.conf has PrologFlags=Alloc,
+Prolog=/etc/slurm/prolog.d/*, Epilog=/etc/slurm/epilog.d/*, SwitchType=switch/nvidia_imex, a
+hand-written topology/block file with one block per rack, and several CPUs per tray with consumable
+cores (select/cons_tres), so that ordinary jobs share a tray as they share a real GPU node. The site's
+own prolog and epilog on the bed record the environment slurmd gives them (/run/slurm-job-env), so
+each test also checks that the job was the kind it means. Jobs are started with srun or sbatch from
+the controller host, as a user would.
+
+Tests that do not depend on what slurmd tells the prolog (the installation's second run, failures,
+leaving the mode) run on the first generation's bed only (FIRST_GENERATION_ONLY).
 """
 from __future__ import annotations
 
@@ -16,16 +25,47 @@ import time
 
 import pytest
 
-from conftest import run_playbook  # noqa: E402 (tests/e2e is on sys.path as the rootdir of its conftest)
+from conftest import SLURM_SUITES, run_playbook, simulated_bed  # noqa: E402 (tests/e2e is on sys.path)
 
-RACK_SHAPE = (2, 4)
+RACK_SHAPE = (2, 3)
+# The first one also runs the tests of FIRST_GENERATION_ONLY classes (pytest brings each bed up once:
+# its tests are grouped by the module-scoped parameter, whose first value those classes share).
+GENERATIONS = ("24.11", "26.05")
+FIRST_GENERATION_ONLY = GENERATIONS[:1]
+assert set(GENERATIONS) == set(SLURM_SUITES), "a bed for every Slurm release simrack runs"
 CONTROLLER = "slurmctl"
 PER_JOB = {"imex_mode": "slurm_per_job"}
 NODE_LIST = "/run/nvidia-imex/nodes_config.cfg"
 PROGRAM = "90-rackscale-imex"
+JOB_ENV_DIR = "/run/slurm-job-env"     # where the bed's site prolog and epilog record their environment
 # What each job step prints: its node, the node list the prolog wrote, this node's view of the domain.
 LOOK = ("echo NODE $(hostname); echo LIST $(cat %s | tr '\\n' ' '); "
         "nvidia-imex-ctl -N | grep 'Domain State'" % NODE_LIST)
+# What slurmd tells the prolog of each kind of job (recorded on these beds): SLURM_JOB_OVERSUBSCRIBE,
+# SLURM_JOB_EXCLUSIVE (None: not set).
+JOB_ENV = {
+    "24.11": {"ordinary": ("OK", None), "exclusive=user": ("USER", None), "exclusive": ("NO", None)},
+    "26.05": {"ordinary": ("NO", "NO"), "exclusive=user": ("NO", "USER"), "exclusive": ("NO", "NODE")},
+}
+
+
+def pytest_generate_tests(metafunc):
+    if "generation" in metafunc.fixturenames:
+        metafunc.parametrize("generation", getattr(metafunc.cls, "GENERATIONS", GENERATIONS),
+                             indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def generation(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def bed(generation):
+    with simulated_bed(*RACK_SHAPE, slurm=True, slurm_release=generation) as rack:
+        run = run_playbook("site.yml", rack.inventory, cmdline_vars=PER_JOB)
+        assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
+        yield rack
 
 
 def on(bed, host, *command, check=True):
@@ -59,6 +99,40 @@ def srun(bed, *options, command=LOOK, check=True, timeout=120):
     return seen, result
 
 
+def sbatch(bed, *options):
+    """A batch job that marks its start on its node (/run/job-running-<id>: every prolog of the job has
+    finished) and runs until cancelled; returns its id."""
+    return on(bed, CONTROLLER, "sbatch", "--parsable", "--output=/dev/null", *options,
+              "--wrap", "touch /run/job-running-$SLURM_JOB_ID; exec sleep 600").stdout.strip()
+
+
+def job_state(bed, job):
+    out = on(bed, CONTROLLER, "squeue", "--noheader", "--states=all", "--jobs", job, "--format=%T", check=False).stdout
+    return out.strip() or "GONE"
+
+
+def end_job(bed, job):
+    """scancel (a job that has ended already is left as it is), then wait until the job's epilogs have
+    finished (slurmctld then leaves COMPLETING)."""
+    on(bed, CONTROLLER, "scancel", job, check=False)
+    wait_for(lambda: job_state(bed, job) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"),
+             "job %s to end, its epilogs done" % job)
+
+
+def job_env(bed, tray, job, context="prolog_slurmd"):
+    """The environment slurmd gave the site's prolog (or epilog) of `job` on `tray`, as a dict."""
+    path = "%s/%s.%s" % (JOB_ENV_DIR, job, context)
+    wait_for(lambda: on(bed, tray, "test", "-e", path, check=False).returncode == 0, path + " on " + tray)
+    return dict(line.split("=", 1) for line in on(bed, tray, "cat", path).stdout.splitlines() if "=" in line)
+
+
+def assert_job_kind(bed, generation, tray, job, kind):
+    """The job is what the test means: slurmd told its prolog what this Slurm release tells a job of `kind`."""
+    env = job_env(bed, tray, job)
+    told = (env.get("SLURM_JOB_OVERSUBSCRIBE"), env.get("SLURM_JOB_EXCLUSIVE"))
+    assert told == JOB_ENV[generation][kind], (generation, kind, job, told)
+
+
 def address(bed, tray):
     rack, index = re.match(r"rack(\d+)-tray(\d+)", tray).groups()
     return "198.18.%d.%d" % (int(rack), 10 + int(index))
@@ -66,6 +140,13 @@ def address(bed, tray):
 
 def daemon_state(bed, tray):
     return on(bed, tray, "systemctl", "is-active", "nvidia-imex", check=False).stdout.strip()
+
+
+def daemon_run(bed, tray):
+    """The daemon's state, main PID and invocation: a stop or a start changes them."""
+    out = on(bed, tray, "systemctl", "show", "-p", "ActiveState", "-p", "MainPID", "-p", "InvocationID",
+             "nvidia-imex").stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
 def node_states(bed):
@@ -77,14 +158,7 @@ def wait_for(predicate, what, timeout=60):
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(1)
-
-
-@pytest.fixture(scope="module")
-def bed(slurm_bed):
-    run = run_playbook("site.yml", slurm_bed.inventory, cmdline_vars=PER_JOB)
-    assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
-    return slurm_bed
+        time.sleep(0.5)
 
 
 def all_trays(bed):
@@ -103,6 +177,10 @@ class TestInstallation:
             config = on(bed, tray, "cat", "/etc/nvidia-imex/config.cfg").stdout
             assert "IMEX_NODE_CONFIG_FILE=%s" % NODE_LIST in config.splitlines(), tray
 
+
+class TestInstallationAgain:
+    GENERATIONS = FIRST_GENERATION_ONLY
+
     def test_a_second_run_changes_nothing_and_validate_proves_the_installation(self, bed):
         again = run_playbook("site.yml", bed.inventory, cmdline_vars=PER_JOB)
         assert again.rc == 0, again.failure_messages()
@@ -111,45 +189,79 @@ class TestInstallation:
         assert proof.rc == 0, proof.failure_messages() or proof.stdout[-3000:]
 
 
-class TestJobs:
-    def test_an_exclusive_four_node_job_lands_in_one_block_and_sees_an_up_domain_of_its_trays(self, bed):
-        seen, _ = srun(bed, "-N4", "--exclusive")
+@pytest.fixture
+def running_daemon(bed):
+    """rack1-tray01's daemon running, started by hand (not by a job) on a one-node list; stopped after."""
+    tray = bed.tray(1, 1)
+    on(bed, tray, "sh", "-c", "mkdir -p %s && echo %s > %s && systemctl start nvidia-imex"
+       % (NODE_LIST.rsplit("/", 1)[0], address(bed, tray), NODE_LIST))
+    before = daemon_run(bed, tray)
+    assert before["ActiveState"] == "active" and before["MainPID"] != "0", before
+    yield tray, before
+    on(bed, tray, "sh", "-c", "systemctl stop nvidia-imex; : > %s; rm -f /run/job-running-*" % NODE_LIST)
+
+
+class TestSharedTrays:
+    """Jobs that share a tray get no domain of their own: their prologs and epilogs leave its daemon alone."""
+
+    @pytest.mark.parametrize("kind", ["ordinary", "exclusive=user"])
+    def test_two_jobs_on_one_tray_neither_stop_nor_start_its_daemon(self, bed, generation, running_daemon, kind):
+        tray, before = running_daemon
+        options = ["-N1", "-n1", "-w", tray] + (["--exclusive=user"] if kind == "exclusive=user" else [])
+        first = sbatch(bed, *options)
+        second = sbatch(bed, *options)
+        try:
+            for job in (first, second):
+                wait_for(lambda: on(bed, tray, "test", "-e", "/run/job-running-" + job, check=False).returncode == 0,
+                         "job %s to run on %s" % (job, tray))
+                assert_job_kind(bed, generation, tray, job, kind)
+            assert {job_state(bed, first), job_state(bed, second)} == {"RUNNING"}, "both jobs at once on " + tray
+            assert daemon_run(bed, tray) == before, "a shared job's prolog stopped or started the daemon"
+            end_job(bed, first)
+            assert daemon_run(bed, tray) == before, "the first job's epilog stopped the daemon under the second"
+            # Its program said why it left the daemon alone, naming what slurmd told it.
+            log = on(bed, tray, "journalctl", "--no-pager", "-o", "cat", "-t", "rackscale-imex").stdout
+            lines = [line for line in log.splitlines() if re.search(r"\bjob %s\b" % first, line)]
+            assert any("SLURM_JOB_OVERSUBSCRIBE" in line and "SLURM_JOB_EXCLUSIVE" in line
+                       for line in lines), lines or log[-2000:]
+        finally:
+            for job in (first, second):
+                end_job(bed, job)
+        assert daemon_run(bed, tray) == before, "the second job's epilog stopped the daemon"
+
+
+class TestExclusiveJobs:
+    def test_an_exclusive_job_lands_in_one_block_and_sees_an_up_domain_of_its_trays(self, bed, generation):
+        seen, result = srun(bed, "-N3", "--exclusive", command="echo JOB $SLURM_JOB_ID; " + LOOK)
+        job = re.search(r"JOB (\d+)", result.stdout).group(1)
         racks = {name.split("-")[0] for name in seen}
-        assert len(seen) == 4 and len(racks) == 1, seen
+        assert len(seen) == 3 and len(racks) == 1, seen
+        assert_job_kind(bed, generation, sorted(seen)[0], job, "exclusive")
         addresses = sorted(address(bed, tray) for tray in seen)
         for tray, view in seen.items():
             assert view["list"] == addresses, (tray, view)
             assert view["state"] == "UP", (tray, view)
 
-    def test_a_job_across_two_racks_gets_one_domain_per_rack(self, bed):
-        seen, _ = srun(bed, "-N8", "--exclusive")
+    def test_a_job_across_two_racks_gets_one_domain_per_rack_and_its_epilog_stops_them(self, bed):
+        seen, _ = srun(bed, "-N%d" % len(all_trays(bed)), "--exclusive")
         assert sorted(seen) == sorted(all_trays(bed)), seen
         for tray, view in seen.items():
             rack = tray.split("-")[0]
             own = [address(bed, t) for t in sorted(seen) if t.startswith(rack + "-")]
             assert view["list"] == own and view["state"] == "UP", (tray, view)
-
-    def test_the_epilog_stops_the_daemons_and_empties_the_lists(self, bed):
-        srun(bed, "-N8", "--exclusive")
         for tray in all_trays(bed):
             wait_for(lambda: daemon_state(bed, tray) == "inactive", "the daemon of %s to stop" % tray)
             assert on(bed, tray, "cat", NODE_LIST).stdout == "", tray
 
-    def test_a_job_that_shares_its_nodes_gets_no_domain_and_the_prolog_says_why(self, bed):
-        tray = bed.tray(1, 1)
-        _, result = srun(bed, "-N1", "--oversubscribe", "-w", tray,
-                         command="systemctl is-active nvidia-imex || true")
-        assert result.stdout.split(": ", 1)[-1].strip() == "inactive", result.stdout
-        log = on(bed, tray, "journalctl", "--no-pager", "-t", "rackscale-imex").stdout
-        assert re.search(r"not .*exclusive|exclusive", log), log[-2000:]
-
 
 class TestFailures:
+    GENERATIONS = FIRST_GENERATION_ONLY
+
     def test_a_tray_whose_daemon_cannot_start_fails_the_prolog_and_is_drained_alone(self, bed):
         broken = bed.tray(1, 2)
         bed.simrack("fault", "fail-start", broken)
         try:
-            seen, result = srun(bed, "-N4", "--exclusive", "-w", ",".join(bed.trays_of(1)),
+            seen, result = srun(bed, "-N%d" % bed.trays, "--exclusive", "-w", ",".join(bed.trays_of(1)),
                                 check=False, timeout=300)
             assert result.returncode != 0, result.stdout
             wait_for(lambda: all(state in ("idle", "drained") for state in node_states(bed).values()),
@@ -167,11 +279,10 @@ class TestFailures:
 
     def test_site_yml_under_a_running_job_refuses_from_the_real_slurm_state(self, bed):
         trays = bed.trays_of(1)
-        job = on(bed, CONTROLLER, "sbatch", "--parsable", "--exclusive", "-N4", "-w", ",".join(trays),
-                 "--wrap", "sleep 600").stdout.strip()
+        job = sbatch(bed, "--exclusive", "-N%d" % len(trays), "-w", ",".join(trays))
         try:
             wait_for(lambda: all(daemon_state(bed, t) == "active" for t in trays), "the job's daemons", 90)
-            pids = {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout for t in trays}
+            runs = {t: daemon_run(bed, t) for t in trays}
             before = on(bed, trays[0], "cat", "/etc/nvidia-imex/config.cfg").stdout
             run = run_playbook("site.yml", bed.inventory,
                                cmdline_vars=dict(PER_JOB, imex_settings=json.dumps({"LOG_LEVEL": "4"}, separators=(",", ":"))))
@@ -179,16 +290,17 @@ class TestFailures:
             message = " ".join(run.failure_messages())
             assert "rack1" in message and re.search(r"busy|job|Slurm", message), message
             assert on(bed, trays[0], "cat", "/etc/nvidia-imex/config.cfg").stdout == before
-            assert {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout
-                    for t in trays} == pids
+            assert {t: daemon_run(bed, t) for t in trays} == runs
         finally:
-            on(bed, CONTROLLER, "scancel", job)
+            end_job(bed, job)
             for tray in trays:
                 wait_for(lambda: daemon_state(bed, tray) == "inactive", "the daemon of %s to stop" % tray)
+                on(bed, tray, "rm", "-f", "/run/job-running-" + job)
 
 
 class TestLeavingPerJob:
     """Last: the bed leaves the per-job mode."""
+    GENERATIONS = FIRST_GENERATION_ONLY
 
     def test_a_run_in_another_mode_removes_the_program_and_the_map(self, bed):
         run = run_playbook("site.yml", bed.inventory, cmdline_vars={"imex_mode": "slurm", "imex_channel0": "false"})
@@ -199,8 +311,6 @@ class TestLeavingPerJob:
             assert PROGRAM not in left and "slurm-job.json" not in left, (tray, left)
             assert daemon_state(bed, tray) == "active", tray
         # An exclusive job no longer stops or restarts the static daemon.
-        pids = {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout
-                for t in bed.trays_of(1)}
-        srun(bed, "-N4", "--exclusive", "-w", ",".join(bed.trays_of(1)), command="true")
-        assert {t: on(bed, t, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout
-                for t in bed.trays_of(1)} == pids
+        runs = {t: daemon_run(bed, t) for t in bed.trays_of(1)}
+        srun(bed, "-N%d" % bed.trays, "--exclusive", "-w", ",".join(bed.trays_of(1)), command="true")
+        assert {t: daemon_run(bed, t) for t in bed.trays_of(1)} == runs
