@@ -327,6 +327,13 @@ def failure_text(run_events):
     return "\n".join(texts)
 
 
+def healthy_rack(domains, converged, topology, touched):
+    """Whether a run on ``domains`` met a healthy rack: each domain's last site.yml passed UP
+    with no kill since (``converged``), and no tray of it is ``touched`` (a fault active during
+    the step, or injected or healed in it)."""
+    return all(d in converged and not set(topology[d]) & set(touched) for d in domains)
+
+
 def rc_truth(run, ctl_states, health_faults, addresses, healthy=False):
     """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
     the whole run gives rc != 0 with a failure naming its tray or pair; and on a healthy rack

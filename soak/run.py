@@ -610,7 +610,7 @@ class Soak:
                 continue
             if "locked by" in inv.failure_text(run["events"]):
                 continue
-            healthy = all(d in self.converged and not set(self.topology[d]) & touched for d in run["domains"])
+            healthy = inv.healthy_rack(run["domains"], self.converged, self.topology, touched)
             if healthy and run["rc"] != 0:
                 problems.append(inv.rc_truth(run, run["ctl"], [], self.addresses, healthy=True)[1])
                 continue

@@ -353,6 +353,10 @@ def test_rc_truth_asks_rc_zero_on_a_healthy_rack():
     assert inv.rc_truth(failed, {"rack1": "UP"}, [], ADDRESSES)[0] is True
     passed = dict(failed, rc=0, events=[])
     assert inv.rc_truth(passed, {"rack1": "UP"}, [], ADDRESSES, healthy=True)[0] is True
+    # Healthy: converged by its last site.yml and no fault on it in the step.
+    assert inv.healthy_rack(["rack1"], {"rack1", "rack2"}, TOPOLOGY, {"rack2-tray01"}) is True
+    assert inv.healthy_rack(["rack1", "rack2"], {"rack1", "rack2"}, TOPOLOGY, {"rack2-tray01"}) is False
+    assert inv.healthy_rack(["rack1"], {"rack2"}, TOPOLOGY, set()) is False
 
 
 def test_check_must_predict_the_real_changes_and_change_nothing():
