@@ -22,7 +22,6 @@ import json
 import os
 import random
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -418,7 +417,7 @@ class Soak:
             self.inject(fault)
         active_at_start = {fid: dict(f) for fid, f in self.active.items()}
         kind = action["kind"]
-        runs, checks, verdicts, notes = [], [], {}, {}
+        runs, checks, verdicts = [], [], {}
         between = None
         healed = []
         if kind in ("heal_some", "heal_all"):
