@@ -1,0 +1,174 @@
+"""The runs that need a 1 x 3 bed of their own, on one bed brought up once (each test starts with a
+converge and leaves the domain converged and static):
+
+- modes switch both ways: static -> dra -> static -> dra_host_managed -> static. Each run ends in the
+  unit state its mode wants and, where the host daemon runs, a validated UP domain. The dra mode masks
+  the host daemon and leaves the channel device nodes to the DRA driver (only this collection's modprobe
+  drop-in goes); a later run in another mode unmasks and starts the daemon. Leaving dra_host_managed
+  closes the command socket again;
+- versions are checked before anything is written: a tray whose nvidia-imex is not its driver's release,
+  and a domain whose trays run different releases, are refused by the run's one read of the trays,
+  naming trays and versions, before any write or restart;
+- the operator's pre- and post-restart tasks run around a domain's restart, and only then.
+
+What the plan decides on each read (the busy guard, a daemon left on another release, host names and the
+driver) is proven by the scenario and unit tests (tests/unit).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import HOOK, clear_hook_records, hook_record, requires_rack, restart_hooks, run_playbook
+
+pytestmark = requires_rack
+RACK_SHAPE = (1, 3)
+CHANNEL0 = "/dev/nvidia-caps-imex-channels/channel0"
+DROP_IN = "/etc/modprobe.d/nvidia-imex.conf"
+
+
+def unit_state(rack, tray):
+    active = rack.ssh(tray, "systemctl", "is-active", "nvidia-imex").stdout.strip()
+    enabled = rack.ssh(tray, "systemctl", "is-enabled", "nvidia-imex").stdout.strip()
+    return active, enabled
+
+
+def converge(rack, tmp_path, mode):
+    reports = str(tmp_path / mode)
+    extravars = {"imex_report_dir": reports, "imex_validate_timeout_s": 120, "imex_mode": mode}
+    if mode == "dra":
+        extravars["imex_channel0"] = False
+    run = run_playbook("site.yml", rack.inventory, extravars=extravars)
+    assert run.rc == 0, "%s:\n%s" % (mode, run.stdout[-3000:])
+    return reports
+
+
+def assert_daemon_up(rack, reports):
+    for tray in rack.trays_of(1):
+        assert unit_state(rack, tray) == ("active", "enabled"), tray
+    with open(os.path.join(reports, "rack1.json")) as handle:
+        assert json.load(handle)["verdict"] == "healthy"
+
+
+def test_every_mode_transition_ends_in_the_wanted_state(simulated_rack, tmp_path):
+    rack = simulated_rack
+    assert_daemon_up(rack, converge(rack, tmp_path, "static"))
+
+    converge(rack, tmp_path, "dra")
+    for tray in rack.trays_of(1):
+        assert unit_state(rack, tray) == ("inactive", "masked"), tray
+        # The node stays for the DRA driver; only the collection's own drop-in goes.
+        assert rack.ssh(tray, "test", "-c", CHANNEL0).returncode == 0, tray
+        assert rack.ssh(tray, "test", "-e", DROP_IN).returncode != 0, tray
+
+    assert_daemon_up(rack, converge(rack, tmp_path, "static"))
+    for tray in rack.trays_of(1):
+        assert "NVreg_CreateImexChannel0=1" in rack.ssh(tray, "cat", DROP_IN).stdout, tray
+
+    assert_daemon_up(rack, converge(rack, tmp_path, "dra_host_managed"))
+    config = rack.ssh("rack1-tray02", "grep", "^IMEX_CMD_UNIX_DOMAIN_PATH=", "/etc/nvidia-imex/config.cfg").stdout
+    assert config.strip() == "IMEX_CMD_UNIX_DOMAIN_PATH=/etc/nvidia-imex/imex_ctrl.sock"
+
+    assert_daemon_up(rack, converge(rack, tmp_path, "static"))
+    config = rack.ssh("rack1-tray02", "grep", "^IMEX_CMD_UNIX_DOMAIN_PATH=", "/etc/nvidia-imex/config.cfg").stdout
+    assert config.strip() == "IMEX_CMD_UNIX_DOMAIN_PATH="
+
+
+# --- versions --------------------------------------------------------------------------------------
+
+WRITES = ("rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config", "rackscale.imex.imex_channel")
+
+
+# A setting the refused runs ask for: without the refusal it would be written on every tray.
+CHANGE = {"imex_settings": {"LOG_LEVEL": 3}}
+
+
+def versions_site(rack, tmp_path, inventory=None, **extravars):
+    return run_playbook("site.yml", inventory or rack.inventory,
+                        extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
+                                       **extravars))
+
+
+def assert_refused_before_any_write(rack, run, fragment):
+    assert run.rc != 0
+    assert any(fragment in message for message in run.failure_messages()), run.failure_messages()
+    assert [action for _, _, action, _ in run.ok_results() if action in WRITES] == []
+    assert run.changed_hosts() == []
+    for tray in rack.trays_of(1):
+        assert "LOG_LEVEL=3" not in rack.ssh(tray, "cat", "/etc/nvidia-imex/config.cfg").stdout, tray
+
+
+def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any_write(simulated_rack, tmp_path):
+    rack = simulated_rack
+    assert versions_site(rack, tmp_path).rc == 0
+    rack.simrack("fault", "driver-version", "rack1-tray03", "580.105.08")
+    try:
+        assert_refused_before_any_write(
+            rack, versions_site(rack, tmp_path, **CHANGE),
+            "tray rack1-tray03 (domain rack1): nvidia-imex 580.95.09 does not match the driver 580.105.08")
+        # The package follows the driver on that tray: now the domain runs two releases.
+        rack.simrack("fault", "version", "rack1-tray03", "580.105.08")
+        try:
+            assert_refused_before_any_write(
+                rack, versions_site(rack, tmp_path, **CHANGE),
+                "domain rack1 runs different driver releases: 580.105.08 on rack1-tray03; "
+                "580.95.09 on rack1-tray01, rack1-tray02; the daemons would answer !V!")
+        finally:
+            rack.simrack("fault", "heal", "version", "rack1-tray03")
+    finally:
+        rack.simrack("fault", "heal", "driver-version", "rack1-tray03")
+    assert versions_site(rack, tmp_path).rc == 0
+
+
+# --- the operator's tasks around a restart --------------------------------------------------------
+
+def hooks_site(rack, tmp_path, check=False, **extravars):
+    return run_playbook("site.yml", rack.inventory, check=check, diff=check,
+                        extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
+                                       **extravars))
+
+
+def stops(run):
+    return sorted(host for host, task in run.changed_tasks() if task == "Stop IMEX daemon")
+
+
+def daemon_pids(rack):
+    return [rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
+            for tray in rack.trays_of(1)]
+
+
+def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack, tmp_path):
+    rack = simulated_rack
+    assert hooks_site(rack, tmp_path).rc == 0
+    options = restart_hooks(tmp_path)
+    trays = rack.trays_of(1)
+    clear_hook_records(rack, trays)
+
+    before = daemon_pids(rack)
+    run = hooks_site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
+    assert run.rc == 0, run.stdout[-3000:]
+    after = daemon_pids(rack)
+    for tray, old_pid, new_pid in zip(trays, before, after):
+        # Before: the old daemon still ran; after: the new one ran and the domain had been proven.
+        assert hook_record(rack, tray, "pre") == ["rack1", ",".join(trays), old_pid]
+        assert hook_record(rack, tray, "post") == ["rack1", ",".join(trays), new_pid]
+        assert old_pid != new_pid
+    clear_hook_records(rack, trays)
+
+    # No restart, no hooks.
+    unchanged = hooks_site(rack, tmp_path, imex_settings={"LOG_LEVEL": 2}, **options)
+    assert unchanged.rc == 0 and stops(unchanged) == []
+    assert [hook_record(rack, tray, which) for tray in trays for which in ("pre", "post")] == [None] * 6
+
+    # Under --check the pre-restart tasks run (in check mode; these opt out of it to leave a trace),
+    # the post-restart tasks do not: nothing restarted, nothing was proven.
+    (tmp_path / "eager").mkdir()
+    eager = restart_hooks(tmp_path / "eager", lambda which: (HOOK % which).replace(
+        "  changed_when: true\n", "  changed_when: true\n  check_mode: false\n"))
+    predicted = hooks_site(rack, tmp_path, check=True, imex_settings={"LOG_LEVEL": 3}, **eager)
+    assert predicted.rc == 0, predicted.stdout[-3000:]
+    assert [hook_record(rack, tray, "pre") is not None for tray in trays] == [True] * len(trays)
+    assert [hook_record(rack, tray, "post") for tray in trays] == [None] * len(trays)
+    assert daemon_pids(rack) == after
+    clear_hook_records(rack, trays)
+    hooks_site(rack, tmp_path)
