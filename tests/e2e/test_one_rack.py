@@ -9,7 +9,9 @@ converge and leaves the domain converged and static):
 - versions are checked before anything is written: a tray whose nvidia-imex is not its driver's release,
   and a domain whose trays run different releases, are refused by the run's one read of the trays,
   naming trays and versions, before any write or restart;
-- the operator's pre- and post-restart tasks run around a domain's restart, and only then.
+- the operator's pre- and post-restart tasks run around a domain's restart, and only then;
+- a restart only for a real change: each daemon site.yml starts has its record (its InvocationID, the
+  content of its two files, under /run), and a `touch` of one tray's node list then restarts nothing.
 
 What the plan decides on each read (the busy guard, a daemon left on another release, host names and the
 driver) is proven by the scenario and unit tests (tests/unit).
@@ -172,3 +174,39 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
     assert daemon_pids(rack) == after
     clear_hook_records(rack, trays)
     hooks_site(rack, tmp_path)
+
+
+# --- a restart only for a real change ----------------------------------------------------------------
+
+RECORD = "/run/rackscale-imex/loaded/nvidia-imex.json"
+
+
+def unit_property(rack, tray, prop):
+    return rack.ssh(tray, "systemctl", "show", "-p", prop, "--value", "nvidia-imex").stdout.strip()
+
+
+def test_a_touch_of_a_node_list_restarts_nothing(simulated_rack, tmp_path):
+    rack = simulated_rack
+    trays = rack.trays_of(1)
+    reports = {"imex_report_dir": str(tmp_path / "reports")}
+    # A real change restarts the domain, so each daemon is one the collection started.
+    first = run_playbook("site.yml", rack.inventory, extravars=dict(reports, imex_settings={"LOG_LEVEL": 3}))
+    assert first.rc == 0, first.stdout[-3000:]
+    for tray in trays:
+        record = json.loads(rack.ssh(tray, "cat", RECORD).stdout)
+        assert record["invocation_id"] == unit_property(rack, tray, "InvocationID")
+        digests = rack.ssh(tray, "sha256sum", "/etc/nvidia-imex/nodes_config.cfg", "/etc/nvidia-imex/config.cfg").stdout
+        assert {path: digest for digest, path in (line.split() for line in digests.splitlines())} == record["files"]
+    pids = {tray: unit_property(rack, tray, "MainPID") for tray in trays}
+
+    # What a backup tool, restorecon or a no-op chmod does: the change time moves, the content stays.
+    rack.ssh(trays[1], "touch", "/etc/nvidia-imex/nodes_config.cfg")
+    again = run_playbook("site.yml", rack.inventory, extravars=dict(reports, imex_settings={"LOG_LEVEL": 3}))
+    assert again.rc == 0, again.stdout[-3000:]
+    assert {tray: unit_property(rack, tray, "MainPID") for tray in trays} == pids
+    assert [task for _host, task in again.changed_tasks() if "IMEX daemon" in task] == []
+    plans = again.module_results("rackscale.imex.imex_plan")
+    assert plans and not any("no record of what the running IMEX daemon loaded" in json.dumps(res)
+                             for _host, res in plans)
+    # Leave the domain as the other tests expect it: converged on the defaults.
+    assert run_playbook("site.yml", rack.inventory, extravars=reports).rc == 0
