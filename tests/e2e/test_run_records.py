@@ -141,3 +141,16 @@ def test_a_domain_whose_trays_are_all_dark_is_recorded_not_proven(simulated_rack
             simulated_rack.simrack("fault", "heal", "ssh-block", tray)
     assert_recorded(run, outputs, proven, stage, trays, "ssh")
     assert run.changed_hosts() == []
+
+
+def test_validate_with_one_tray_ssh_does_not_reach_stops_at_the_gate_naming_it(simulated_rack, outputs, proven):
+    # The read keeps the tray in the play for the plan: its fabric identity is unknown, so the gate refuses
+    # the domain, naming the tray with ssh's message, and the rescue records it.
+    simulated_rack.simrack("fault", "ssh-block", "rack1-tray03")
+    try:
+        with fresh_ssh_connections() as ssh:
+            run = run_playbook("validate.yml", simulated_rack.inventory, extravars=dict(outputs, **ssh))
+    finally:
+        simulated_rack.simrack("fault", "heal", "ssh-block", "rack1-tray03")
+    assert_recorded(run, outputs, proven, "gate", ["rack1-tray03"], "ssh")
+    assert {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"} == {"rack1-tray03"}
