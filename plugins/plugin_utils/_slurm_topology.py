@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import config_flags
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import hostile_character
 
 try:
     import yaml
@@ -47,8 +48,7 @@ CONF_NAME, YAML_NAME = "topology.conf", "topology.yaml"
 MAX_LEVEL = 15
 # A name inside a block line or a host list: these split or bracket it.
 _BAD_NAME = re.compile(r"[,\[\]=#\s]")
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_TOPOLOGY_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_TOPOLOGY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 FILE_NAMES = (CONF_NAME, YAML_NAME)
 PER_JOB_MODE = "slurm_per_job"
 HEADER = ("# Slurm block topology (topology/block), written by rackscale.imex from the inventory: one block per\n"
@@ -177,8 +177,10 @@ def default_block_sizes(base, total):
 def _name_problem(kind, name):
     if not name or not name.strip():
         return "is empty"
-    if _CONTROL.search(name):
-        return "holds a control character"
+    if hostile_character(name) is not None:
+        return "holds a control, format or separator character"
+    if name.startswith("-"):
+        return "starts with '-', which scontrol reads as an option"
     found = sorted(set(_BAD_NAME.findall(name)))
     if found:
         shown = ", ".join("blank" if character.isspace() else repr(character) for character in found)
@@ -217,7 +219,7 @@ def static_problems(blocks, sizes, path, topology_name=""):
         problems.append("imex_slurm_topology_file = %r: Slurm reads only topology.conf or topology.yaml, from the "
                         "directory of slurm.conf; give an absolute path ending in one of them" % (path,))
     if is_yaml(path):
-        problem = None if _TOPOLOGY_NAME.match(topology_name or "") else "is not letters, digits, '_', '.' or '-'"
+        problem = None if _TOPOLOGY_NAME.fullmatch(topology_name or "") else "is not letters, digits, '_', '.' or '-'"
         if problem:
             problems.append("imex_slurm_topology_name = %r %s" % (topology_name, problem))
     holders = {}

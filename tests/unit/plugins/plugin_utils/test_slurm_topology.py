@@ -304,3 +304,23 @@ def test_only_a_topology_file_the_collection_wrote_is_replaced_unless_forced(exi
     else:
         assert problem.startswith("imex_slurm_topology_file = '/etc/slurm/topology.conf'") and refused_with in problem
         assert "imex_slurm_topology_force=true" in problem
+
+
+@pytest.mark.parametrize("name", ["imex\n", "imex\u200b", "im ex"])
+def test_a_yaml_topology_name_is_matched_whole(name):
+    blocks = planned(ACCEPTED["one rack, BlockSizes defaults to the rack"])[0]
+    assert "imex_slurm_topology_name = %r is not letters" % name in "\n".join(
+        topology.static_problems(blocks, [], "/etc/slurm/topology.yaml", name))
+
+
+@pytest.mark.parametrize("node, why", [
+    ("-n", "starts with '-', which scontrol reads as an option"),
+    ("gpu\u2028a01", "holds a control, format or separator character"),
+    ("gpu\u200ba01", "holds a control, format or separator character"),
+    ("gpu a01", "holds blank"),
+])
+def test_a_slurm_node_name_that_would_split_or_disguise_the_file_is_refused(node, why):
+    blocks = planned(ACCEPTED["one rack, BlockSizes defaults to the rack"])[0]
+    blocks[0]["nodes"][0] = node
+    problems = topology.static_problems(blocks, [], "/etc/slurm/topology.conf")
+    assert any(("Slurm node name %r" % node) in problem and why in problem for problem in problems), problems
