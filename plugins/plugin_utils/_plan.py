@@ -40,8 +40,10 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     domain_variance_problems,
     is_pem,
     option_problems,
+    PATH_OPTIONS,
     path_problem,
     tls_file_problems,
+    tray_path_problems,
     whole_number,
 )
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
@@ -226,6 +228,14 @@ def per_job_option_problems(options):
         problem = path_problem(option, options.get(option) or "")
         if problem:
             problems.append(problem)
+    # Neither directory may be, hold or lie in a path of the daemon's (the program would land in the TLS
+    # directory, or the node list in slurmd's prolog directory, which runs every file there).
+    for option in ("imex_slurm_prolog_dir", "imex_slurm_epilog_dir"):
+        if not options.get(option) or problems:
+            continue
+        for other in PATH_OPTIONS:
+            if options.get(other):
+                problems.extend(tray_path_problems({option: str(options[option]), other: str(options[other])}))
     if options.get("imex_slurm_prolog_dir") and options.get("imex_slurm_prolog_dir") == options.get("imex_slurm_epilog_dir"):
         problems.append("imex_slurm_prolog_dir and imex_slurm_epilog_dir are both %s: the prolog and the epilog are "
                         "installed under one name, so they need two directories (Prolog=.../prolog.d/*, "

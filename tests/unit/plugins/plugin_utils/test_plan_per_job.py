@@ -277,3 +277,22 @@ def test_under_check_mode_the_per_job_domain_is_predicted_and_not_judged():
     _model, _before, plan = per_job_plan(check_mode=True, reads={"a1": {"installed": False}})
     assert plan["trays"]["a1"]["predicted"] and plan["trays"]["a1"]["write_map"]
     assert plan["judge_now"] == []
+
+
+@pytest.mark.parametrize("prolog_dir, expected", [
+    ("/etc/slurm/prolog.d", []),
+    # slurmd runs every file of its prolog directory: the node list there would be run as a program
+    ("/run/nvidia-imex/prolog.d", ["imex_nodes_config_path = '/run/nvidia-imex/prolog.d/nodes.cfg' lies in "
+                                   "imex_slurm_prolog_dir = '/run/nvidia-imex/prolog.d': one path cannot be inside"]),
+    ("/etc/nvidia-imex/tls/prolog.d", ["imex_slurm_prolog_dir = '/etc/nvidia-imex/tls/prolog.d' lies in imex_tls_dir = "
+                                       "'/etc/nvidia-imex/tls', which holds the TLS files"]),
+])
+def test_the_prolog_directory_never_holds_or_lies_in_a_path_of_the_daemon(prolog_dir, expected):
+    options = {"imex_slurm_prolog_dir": prolog_dir, "imex_slurm_epilog_dir": "/etc/slurm/epilog.d",
+               "imex_config_path": "/etc/nvidia-imex/config.cfg", "imex_tls_dir": "/etc/nvidia-imex/tls",
+               "imex_nodes_config_path": "/run/nvidia-imex/prolog.d/nodes.cfg" if prolog_dir.startswith("/run")
+               else "/run/nvidia-imex/nodes.cfg"}
+    problems = _plan.per_job_option_problems(options)
+    assert len(problems) == len(expected), problems
+    for problem, start in zip(problems, expected):
+        assert problem.startswith(start), problem
