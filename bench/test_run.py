@@ -225,3 +225,18 @@ def test_a_signal_stops_the_running_child_and_its_process_group(tmp_path, signum
     assert "interrupted %d" % signum in out
     with pytest.raises(ProcessLookupError):
         os.kill(grandchild, 0)
+
+
+def _scenario(name, racks, ratio):
+    return {"name": name, "racks": racks, "trays": 18 * racks, "reps": 1, "wall_median_s": ratio * 4.0,
+            "wall_min_s": ratio * 4.0, "wall_max_s": ratio * 4.0, "ratio_to_floor": ratio,
+            "module_runs_per_tray": 1.0, "task_results_per_tray": 6.0, "controller_cpu_s": 1.0,
+            "controller_cpu_s_per_tray": 0.1}
+
+
+def test_the_table_states_the_targets_and_the_four_racks_ratio_against_one_racks():
+    text = run.render_table([_scenario("floor", 1, 1.0), _scenario("site_nochange", 1, 2.0),
+                             _scenario("floor_4racks", 4, 1.0), _scenario("site_nochange_4racks", 4, 2.5)])
+    assert "no-change <= 6 task results/tray (aim 4), <= 1.1 module runs/tray, <= 2.0x floor (aim 1.5x)" in text
+    assert "Four racks' no-change ratio to their floor / one rack's: 1.25x." in text
+    assert "Four racks' no-change ratio" not in run.render_table([_scenario("site_nochange", 1, 2.0)])
