@@ -22,7 +22,7 @@ try:
     from cryptography import x509
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import serialization
-    from cryptography.x509.oid import ExtendedKeyUsageOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
     HAS_CRYPTOGRAPHY = True
 except ImportError:  # pragma: no cover - ansible-core depends on cryptography
     HAS_CRYPTOGRAPHY = False
@@ -105,17 +105,56 @@ def san_entries(certificate):
         ["IP:%s" % address for address in names.get_values_for_type(x509.IPAddress)]
 
 
+def _has_any_san(certificate):
+    """Whether the certificate names anything in its subject alternative names (DNS, IP, URI, e-mail)."""
+    try:
+        return len(certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value) > 0
+    except x509.ExtensionNotFound:
+        return False
+
+
+def common_names(certificate):
+    """The subject's common names (CN), as text."""
+    return [str(attribute.value) for attribute in certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+
+
+def name_matches(entry, name):
+    """Whether a certificate's DNS entry (a SAN, or the CN of a certificate without SAN) matches the target
+    ``name`` as gRPC matches them: case-insensitive, a trailing dot ignored, and a wildcard ``*.`` only as
+    the whole leftmost label, standing for exactly one label of a name that keeps at least two after it."""
+    entry, name = str(entry).lower(), str(name).lower().rstrip(".")
+    if entry.endswith("."):
+        entry = entry[:-1]
+    if not entry or not name:
+        return False
+    if entry == name:
+        return True
+    if not entry.startswith("*.") or len(entry) < 3:
+        return False
+    _label, dot, parent = name.partition(".")
+    if not dot or not parent or "." not in parent.strip("."):
+        return False
+    return entry[2:] == parent
+
+
 def _san_problem(certificate, where, address, target_override):
     kind, wanted = expected_identity(address, target_override)
     entries = san_entries(certificate)
     if kind == "IP":
         found = any(entry == "IP:%s" % wanted for entry in entries)
     else:
-        found = any(entry.lower().rstrip(".") == "dns:%s" % wanted for entry in entries)
+        found = any(name_matches(entry[len("DNS:"):], wanted) for entry in entries if entry.startswith("DNS:"))
+        # gRPC checks the subject's CN only when the certificate has no subject alternative name at all, and
+        # never against an address (NVIDIA's config example: CN=localhost with the target override).
+        if not found and not _has_any_san(certificate):
+            found = any(name_matches(cn, wanted) for cn in common_names(certificate))
     if found:
         return None
     what = ("IMEX_SECURITY_TARGET_OVERRIDE %s (imex_tls_target_override)" % wanted if target_override
             else "its IMEX address %s" % wanted)
+    if kind == "DNS" and not _has_any_san(certificate):
+        return ("%s: the certificate has no subject alternative name and its common name (%s) is not %s %s; its "
+                "peers would refuse it" % (where, ", ".join(common_names(certificate)) or "none", "DNS name", what))
     return ("%s: the certificate's subject alternative names (%s) do not include %s %s; its peers would refuse it"
             % (where, ", ".join(entries) or "none", "IP" if kind == "IP" else "DNS name", what))
 

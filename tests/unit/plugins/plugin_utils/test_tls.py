@@ -13,6 +13,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import (
     check_material,
     expected_identity,
+    name_matches,
     tls_problems_and_expiry,
 )
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import (
@@ -99,6 +100,55 @@ def test_the_target_override_is_what_the_certificate_must_name():
     assert problems == ["tray t1: imex_tls_cert (PEM text): the certificate's subject alternative names "
                         "(IP:198.18.1.11) do not include DNS name IMEX_SECURITY_TARGET_OVERRIDE imex.rack1 "
                         "(imex_tls_target_override); its peers would refuse it"]
+
+
+def test_a_certificate_without_san_is_accepted_by_its_common_name_for_a_name_target():
+    """As gRPC: with no subject alternative name at all, the CN stands for the name the peers check."""
+    cert, key = make_tray_cert(CA, name="Tray1.Rack1.example")
+    assert checked(cert, key, address="tray1.rack1.example")[1] == []
+    # NVIDIA's config example: CN=localhost with IMEX_SECURITY_TARGET_OVERRIDE=localhost.
+    cert, key = make_tray_cert(CA, name="localhost")
+    assert checked(cert, key, target_override="localhost")[1] == []
+    assert checked(cert, key, target_override="imex.rack1")[1] == [
+        "tray t1: imex_tls_cert (PEM text): the certificate has no subject alternative name and its common name "
+        "(localhost) is not DNS name IMEX_SECURITY_TARGET_OVERRIDE imex.rack1 (imex_tls_target_override); its peers "
+        "would refuse it"]
+
+
+def test_the_common_name_never_stands_for_an_address_nor_beside_a_san():
+    # An address is matched against IP SANs only, even when the CN spells it.
+    cert, key = make_tray_cert(CA, name=ADDRESS)
+    assert checked(cert, key)[1] == [
+        "tray t1: imex_tls_cert (PEM text): the certificate's subject alternative names (none) do not include IP its "
+        "IMEX address 198.18.1.11; its peers would refuse it"]
+    # A certificate with any SAN is judged by its SANs alone: its CN is not looked at.
+    cert, key = make_tray_cert(CA, name="tray1.rack1.example", ips=[ADDRESS])
+    assert checked(cert, key, address="tray1.rack1.example")[1] == [
+        "tray t1: imex_tls_cert (PEM text): the certificate's subject alternative names (IP:198.18.1.11) do not "
+        "include DNS name its IMEX address tray1.rack1.example; its peers would refuse it"]
+
+
+@pytest.mark.parametrize(("entry", "name", "matches"), [
+    ("tray1.rack1.example", "TRAY1.rack1.example.", True),
+    ("tray1.rack1.example.", "tray1.rack1.example", True),
+    ("*.rack1.example", "tray1.rack1.example", True),
+    ("*.rack1.example", "a.tray1.rack1.example", False),
+    ("*.rack1.example", "rack1.example", False),
+    ("*.example", "rack1.example", False),
+    ("t*.rack1.example", "tray1.rack1.example", False),
+    ("*", "tray1", False),
+    ("", "tray1", False),
+])
+def test_names_match_as_grpc_matches_them(entry, name, matches):
+    assert name_matches(entry, name) is matches
+
+
+def test_a_wildcard_san_or_common_name_covers_one_label():
+    cert, key = make_tray_cert(CA, dns=["*.rack1.example"])
+    assert checked(cert, key, address="tray1.rack1.example")[1] == []
+    cert, key = make_tray_cert(CA, name="*.rack1.example")
+    assert checked(cert, key, address="tray1.rack1.example")[1] == []
+    assert checked(cert, key, address="tray1.rack2.example")[1] != []
 
 
 def test_a_key_of_another_certificate_is_refused_and_never_quoted():
