@@ -1,8 +1,11 @@
 """Mutual TLS between simulated daemons (IMEX_ENABLE_AUTH_ENCRYPTION=1, SSL_TLS, FILE)."""
 from __future__ import annotations
 
+import hashlib
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import time
 
@@ -127,3 +130,59 @@ def test_sigusr1_reloads_the_certificate_files_and_keeps_the_process(make_cluste
     cluster.wait_for_log(2, "Reloaded SSL/TLS credentials", count=2)
     cluster.wait_for(0, lambda view: view["status"] != "UP", "domain not UP after node 2 reloaded a rogue certificate")
     assert wire.query_status(host=cluster.addresses[2], port=cluster.cmd_port)["pid"] == pid
+
+
+def presented_fingerprint(address: str, port: int, key, cert) -> str:
+    """SHA-256 of the certificate the daemon's peer port presents to a handshake by address (no SNI), made
+    with the node's own client credentials as a peer's would be; the server certificate is not verified."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(str(cert), str(key))
+    with socket.create_connection((address, port), timeout=5) as raw, context.wrap_socket(raw) as tls:
+        return hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+
+
+def pem_fingerprint(cert) -> str:
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(cert.read_text())).hexdigest()
+
+
+def test_the_peer_port_presents_the_certificate_loaded_last_and_sigusr1_counts_once_per_5_s(make_cluster, tmp_path):
+    """A handshake to the peer port shows the certificate the daemon serves: the one it loaded at start, the
+    file's new one only after a SIGUSR1 it processed, and not after one sent within 5 s of the last."""
+    cluster = make_cluster(1)
+    address = cluster.addresses[0]
+    ca = make_ca(tmp_path, "rack-ca")
+    live_key, live_cert = tmp_path / "live.key", tmp_path / "live.crt"
+    first = make_node_cert(tmp_path, ca, address)
+    shutil.copyfile(first[0], live_key)
+    shutil.copyfile(first[1], live_cert)
+    cluster.configure(0, settings=auth_settings(live_key, live_cert, ca[1]))
+    cluster.start_all()
+    cluster.wait_ready(0)
+    assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == pem_fingerprint(first[1])
+
+    def renew(name: str):
+        (tmp_path / name).mkdir()
+        key, cert = make_node_cert(tmp_path / name, ca, address)
+        shutil.copyfile(key, live_key)
+        shutil.copyfile(cert, live_cert)
+        return pem_fingerprint(cert)
+
+    # New files alone change nothing the daemon serves: it reads them only at start or on SIGUSR1.
+    second = renew("second")
+    assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == pem_fingerprint(first[1])
+    cluster.send(0, signal.SIGUSR1)
+    cluster.wait_for_log(0, "Reloaded SSL/TLS credentials")
+    assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == second
+
+    # Within 5 s of the last processed signal, another is dropped: the daemon keeps serving what it had.
+    third = renew("third")
+    cluster.send(0, signal.SIGUSR1)
+    cluster.wait_for_log(0, "Ignoring SIGUSR1")
+    assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == second
+    time.sleep(5.1)
+    cluster.send(0, signal.SIGUSR1)
+    cluster.wait_for_log(0, "Reloaded SSL/TLS credentials", count=2)
+    assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == third
+    assert cluster.processes[0].poll() is None
