@@ -63,6 +63,16 @@ options:
     elements: path
     default: []
     version_added: 0.3.0
+  certificate_files:
+    description:
+      - PEM files of public certificates (a CA bundle, a certificate with its chain) whose certificates
+        to describe in RV(certificate_files) by their SHA-256 fingerprints, so that the controller can
+        compare the CA bundle a tray holds with a new one. Only certificates are read from them; never
+        give a key file here. Symbolic links are followed.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.4.0
   services:
     description:
       - systemd units whose state (C(systemctl is-active)) to report in RV(services), and for those that
@@ -449,6 +459,32 @@ files:
     error:
       description: Why the file could not be read (then the other keys are null), for example not a regular file.
       type: str
+certificate_files:
+  description:
+    - Each path of O(certificate_files) mapped to the SHA-256 fingerprints of the certificates it holds.
+    - A fingerprint is the SHA-256 (lower-case hex, no separators) of a certificate's DER encoding, as
+      C(openssl x509 -noout -fingerprint -sha256) prints it without the colons.
+  returned: when O(certificate_files) is not empty
+  type: dict
+  version_added: 0.4.0
+  sample:
+    /etc/nvidia-imex/tls/ca.crt:
+      exists: true
+      sha256: [5f1c0d0b5a0e8e3c2f6b7d1e9a4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c]
+      error: null
+  contains:
+    exists:
+      description: The path is a file (a link is described by its target); null when that cannot be told.
+      type: bool
+    sha256:
+      description:
+        - The fingerprints of the PEM certificates in the file, in file order; null when it does not exist
+          or cannot be read, empty when it holds no certificate.
+      type: list
+      elements: str
+    error:
+      description: Why the certificates could not be read, or that the file holds none; null otherwise.
+      type: str
 stat_files:
   description: Each path of O(stat_files) mapped to what C(stat) says of it; the content is never read.
   returned: success
@@ -615,7 +651,7 @@ import socket
 import time
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _daemon_record, _fabric, _running_release
-from ansible_collections.rackscale.imex.plugins.module_utils import _slurm
+from ansible_collections.rackscale.imex.plugins.module_utils import _slurm, _tls_reload
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     CHANNEL_COUNT_PATHS,
@@ -922,6 +958,19 @@ def read_fabric(module, runner, smi):
     return summary
 
 
+def certificate_fingerprints(path):
+    """{exists, sha256, error} of the PEM certificates of a file (public certificates only)."""
+    try:
+        return dict(exists=True, sha256=_tls_reload.file_fingerprints(path), error=None)
+    except _tls_reload.MaterialError as error:
+        return dict(exists=True, sha256=[], error=str(error))
+    except FileNotFoundError:
+        return dict(exists=False, sha256=None, error=None)
+    except OSError as error:
+        return dict(exists=None if not os.path.exists(path) else os.path.isfile(path), sha256=None,
+                    error='cannot read %s: %s' % (path, error.strerror or error))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -930,6 +979,7 @@ def main():
             strict=dict(type='bool', default=True),
             files=dict(type='list', elements='path', default=[]),
             stat_files=dict(type='list', elements='path', default=[]),
+            certificate_files=dict(type='list', elements='path', default=[]),
             services=dict(type='list', elements='str', default=[]),
             compute_apps=dict(type='bool', default=False),
             service_enabled=dict(type='bool', default=False),
@@ -983,6 +1033,8 @@ def main():
                   services=states,
                   services_started=services_started(runner, systemctl, states),
                   services_instance=services_instance(runner, systemctl, states))
+    if params['certificate_files']:
+        result['certificate_files'] = dict((path, certificate_fingerprints(path)) for path in params['certificate_files'])
     if summary is not None:
         result.update(summary)
     if params['service_enabled']:

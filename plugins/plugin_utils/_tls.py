@@ -21,7 +21,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import is_
 try:
     from cryptography import x509
     from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
     HAS_CRYPTOGRAPHY = True
 except ImportError:  # pragma: no cover - ansible-core depends on cryptography
@@ -190,21 +190,30 @@ def _issued_by(certificate, issuer):
         return False
 
 
-def _chain_problem(chain, authorities, where, ca_where, moment):
-    """None when the certificate (and the intermediates after it in its file) leads to a CA of the CA file."""
+def issuing_authority(chain, authorities):
+    """The CA of ``authorities`` the certificate chain[0] leads to (through the intermediates after it in
+    its file), or None."""
     current, rest = chain[0], list(chain[1:])
     for _depth in range(MAX_CHAIN):
         for authority in authorities:
             if _issued_by(current, authority):
-                if authority.not_valid_after_utc < moment:
-                    return "%s: the CA %s that signed it expired at %s" % (
-                        ca_where, authority.subject.rfc4514_string(), _utc(authority.not_valid_after_utc))
-                return None
+                return authority
         step = next((candidate for candidate in rest if _issued_by(current, candidate)), None)
         if step is None:
-            break
+            return None
         rest.remove(step)
         current = step
+    return None
+
+
+def _chain_problem(chain, authorities, where, ca_where, moment):
+    """None when the certificate (and the intermediates after it in its file) leads to a CA of the CA file."""
+    authority = issuing_authority(chain, authorities)
+    if authority is not None:
+        if authority.not_valid_after_utc < moment:
+            return "%s: the CA %s that signed it expired at %s" % (
+                ca_where, authority.subject.rfc4514_string(), _utc(authority.not_valid_after_utc))
+        return None
     return "%s: the certificate (issuer %s) is not signed by the CA given in %s (%s); its peers would refuse it" % (
         where, chain[0].issuer.rfc4514_string(), ca_where,
         "; ".join(authority.subject.rfc4514_string() for authority in authorities))
@@ -272,3 +281,136 @@ def tls_problems_and_expiry(trays, now, read_text=_read_bytes):
             expiry[tray] = found
         problems.extend(tray_problems)
     return expiry, problems
+
+
+# ---------------------------------------------------------------------------------------------------
+# A TLS change across a running domain: reloaded in place, or restart-class.
+
+TLS_UNCHANGED = "unchanged"
+TLS_RELOAD = "reload"
+TLS_RESTART = "restart"
+
+
+def fingerprint(certificate):
+    """SHA-256 of a certificate's DER encoding, lower-case hex: what imex_tray_info reports of a tray's files."""
+    return certificate.fingerprint(hashes.SHA256()).hex()
+
+
+def _short(fingerprints):
+    return ", ".join(value[:16] for value in fingerprints) or "none"
+
+
+def ca_bundle_change(held, new):
+    """How a CA bundle changes, from the SHA-256 fingerprints of the CAs a tray holds (None when its read
+    could not tell) to those of the new bundle: "unchanged" (the same CAs, in any order), "extended"
+    (every CA held is kept, some are added), "replaced" (no CA held is kept), "narrowed" (some CA held is
+    dropped, some kept), or "unknown"."""
+    if held is None:
+        return "unknown"
+    held, new = set(held), set(new)
+    if held == new:
+        return "unchanged"
+    if held <= new:
+        return "extended"
+    if not held & new:
+        return "replaced"
+    return "narrowed"
+
+
+def held_material(certificate_files, ca_path, cert_path):
+    """{"ca", "cert"}: the fingerprints imex_tray_info's certificate_files reports for the tray's CA file and
+    certificate file, None for each it could not tell (or did not read)."""
+    files = certificate_files or {}
+    return {"ca": (files.get(ca_path) or {}).get("sha256"), "cert": (files.get(cert_path) or {}).get("sha256")}
+
+
+def tls_change_class(trays, read_text=_read_bytes):
+    """(TLS_UNCHANGED | TLS_RELOAD | TLS_RESTART, [why]) of a TLS change across one domain.
+
+    A reload (SIGUSR1) puts new TLS files in force tray by tray: for a while, and for good on trays the
+    run leaves out, trays on their new material talk to trays on their old one, each peer checking the
+    other against its own CA file. So the change is made by reload only when every tray keeps trusting
+    every certificate its peers can present, old or new:
+      - the new certificate of each tray is signed by a CA that every tray's CA file holds now (or it is
+        the certificate the tray holds already);
+      - the new CA bundle of each tray trusts every certificate its peers present now and will present:
+        it keeps every CA the tray held (a bundle that adds the new CA beside the old one), or the peers'
+        certificates do not change and chain to a CA it keeps.
+    Otherwise the change is restart-class: every daemon of the domain loads the new material together,
+    which a busy or partly run domain refuses. A new CA that replaces the old one outright is always so;
+    rotate a CA in two runs (the bundle with both CAs, then the leaves).
+
+    trays: [(tray, held, options)] for every tray of the domain in service. held: {"ca": [...],
+    "cert": [...]} (held_material), the SHA-256 fingerprints of the certificates of the tray's CA file
+    and certificate file (None where the read could not tell); held None for a tray the run did not
+    read (left out of it), taken to hold the CA bundle every tray read holds when they all agree, and an
+    unknown certificate. options: the tray's imex_tls_ca and imex_tls_cert (PEM text or controller
+    path), or None for a tray whose files this run does not write (left out: it keeps what it holds).
+    The material itself is checked by check_material; material that cannot be read counts as restart-class.
+    """
+    read_bundles = {tuple(sorted(held.get("ca") or ())) if held.get("ca") is not None else None
+                    for _tray, held, _options in trays if held is not None}
+    common = list(next(iter(read_bundles))) if len(read_bundles) == 1 and None not in read_bundles else None
+    trays = [(tray, {"ca": common, "cert": None} if held is None else held, options) for tray, held, options in trays]
+    problems, new = [], {}
+    for tray, held, options in trays:
+        held = held or {}
+        if options is None:
+            continue
+        try:
+            authorities = _certificates("imex_tls_ca", options.get("imex_tls_ca"), read_text)
+            chain = _certificates("imex_tls_cert", options.get("imex_tls_cert"), read_text)
+        except MaterialError as error:
+            problems.append("tray %s: %s" % (tray, error))
+            continue
+        new[tray] = {"ca": [fingerprint(authority) for authority in authorities], "authorities": authorities,
+                     "chain": chain, "cert": fingerprint(chain[0]), "issuer": issuing_authority(chain, authorities)}
+    if problems:
+        return TLS_RESTART, problems
+    held_of = {tray: (held or {}) for tray, held, _options in trays}
+    changed = False
+    for tray, entry in sorted(new.items()):
+        held = held_of[tray]
+        held_cert = (held.get("cert") or [None])[0]
+        kind = ca_bundle_change(held.get("ca"), entry["ca"])
+        changed = changed or kind != "unchanged" or held_cert != entry["cert"]
+        if kind == "unknown":
+            problems.append("tray %s: the CA file it holds could not be read, so the new CA bundle cannot be compared "
+                            "with it" % tray)
+            continue
+        if kind == "replaced":
+            problems.append("tray %s: the new CA bundle (%s) replaces the CA it holds (%s) outright; peers that have not "
+                            "reloaded would refuse it and it them" % (tray, _short(entry["ca"]), _short(held["ca"])))
+            continue
+        # Its new certificate, as every peer checks it against the CA file it holds now.
+        if held_cert != entry["cert"]:
+            issuer = entry["issuer"]
+            issuer_print = fingerprint(issuer) if issuer is not None else None
+            refusing = sorted(peer for peer, peer_held in held_of.items()
+                              if peer != tray and issuer_print not in (peer_held.get("ca") or []))
+            if refusing:
+                problems.append("tray %s: its new certificate is signed by a CA (%s) that the CA file of %s does not "
+                                "hold yet; reload a CA bundle with that CA on every tray first, then the certificates"
+                                % (tray, _short([issuer_print] if issuer_print else []), ", ".join(refusing)))
+        # Its new CA bundle, as it checks its peers' certificates, old and new.
+        if kind == "narrowed":
+            dropped = _short(sorted(set(held["ca"]) - set(entry["ca"])))
+            unproven, unsigned = [], []
+            for peer, peer_held in sorted(held_of.items()):
+                if peer == tray:
+                    continue
+                peer_new = new.get(peer)
+                if peer_new is None or (peer_held.get("cert") or [None])[0] != peer_new["cert"]:
+                    unproven.append(peer)
+                elif issuing_authority(peer_new["chain"], entry["authorities"]) is None:
+                    unsigned.append(peer)
+            if unproven:
+                problems.append("tray %s: the new CA bundle drops a CA it holds (%s) while %s present%s a certificate "
+                                "this run cannot show to be signed by a CA kept (it changes in this run, or is not "
+                                "written by it)" % (tray, dropped, ", ".join(unproven), "s" if len(unproven) == 1 else ""))
+            if unsigned:
+                problems.append("tray %s: the new CA bundle drops a CA it holds (%s) that signs the certificate of %s"
+                                % (tray, dropped, ", ".join(unsigned)))
+    if problems:
+        return TLS_RESTART, problems
+    return (TLS_RELOAD if changed else TLS_UNCHANGED), []

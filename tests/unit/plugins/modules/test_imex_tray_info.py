@@ -13,11 +13,13 @@ import time
 from unittest import mock
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from ansible.module_utils import basic
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_record
 from ansible_collections.rackscale.imex.plugins.modules import imex_tray_info
+from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import cert_pem, key_pem, make_ca
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
 SMI = '/usr/bin/nvidia-smi'
@@ -186,6 +188,32 @@ def test_stat_files_never_carry_content(run, tmp_path):
     assert described[str(tmp_path)]['error'] == '%s exists but is not a regular file' % tmp_path
     assert 'PRIVATE KEY' not in json.dumps(result) and 'MC4CAQ' not in json.dumps(result)
     assert result['files'] == {}
+
+
+def test_certificate_files_are_described_by_the_fingerprints_of_their_certificates(run, tmp_path):
+    """The CA bundle a tray holds, by SHA-256 fingerprints the controller compares with a new bundle."""
+    old_ca, new_ca = make_ca('rack-ca-2025'), make_ca('rack-ca-2026')
+    bundle = tmp_path / 'ca.crt'
+    bundle.write_text(cert_pem(old_ca[0]) + cert_pem(new_ca[0]))
+    link = tmp_path / 'current-ca.crt'
+    link.symlink_to(bundle)
+    key = tmp_path / 'tray.key'
+    key.write_text(key_pem(old_ca[1]))
+    paths = [str(bundle), str(link), str(key), str(tmp_path / 'missing.crt'), str(tmp_path)]
+    ok, result, _calls = run({'certificate_files': paths}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok
+    described = result['certificate_files']
+    fingerprints = [hashlib.sha256(ca.public_bytes(serialization.Encoding.DER)).hexdigest() for ca, _key in (old_ca, new_ca)]
+    assert described[str(bundle)] == {'exists': True, 'sha256': fingerprints, 'error': None}
+    assert described[str(link)] == described[str(bundle)]
+    # A key given by mistake is named, never quoted.
+    assert described[str(key)] == {'exists': True, 'sha256': [], 'error': '%s holds no PEM certificate' % key}
+    assert 'PRIVATE KEY' not in json.dumps(result)
+    assert described[str(tmp_path / 'missing.crt')] == {'exists': False, 'sha256': None, 'error': None}
+    assert described[str(tmp_path)]['exists'] is False and described[str(tmp_path)]['error'].startswith(
+        'cannot read %s: ' % tmp_path)
+    ok, result, _calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and 'certificate_files' not in result
 
 
 def test_service_states_come_from_systemctl_is_active(run):
