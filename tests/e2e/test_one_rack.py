@@ -11,10 +11,12 @@ converge and leaves the domain converged and static):
   naming trays and versions, before any write or restart;
 - the operator's pre- and post-restart tasks run around a domain's restart, and only then;
 - a restart only for a real change: each daemon site.yml starts has its record (its InvocationID, the
-  content of its two files, under /run), and a `touch` of one tray's node list then restarts nothing.
+  content of its two files, under /run), and a `touch` of one tray's node list then restarts nothing;
+- a run that fails in the operator's pre-restart tasks leaves new files under old daemons: validate.yml
+  says so, and the next site.yml run, with no hooks, restarts the domain and proves it.
 
 What the plan decides on each read (the busy guard, a daemon left on another release, host names and the
-driver) is proven by the scenario and unit tests (tests/unit).
+driver, files newer than the daemon) is proven by the scenario and unit tests (tests/unit).
 """
 from __future__ import annotations
 
@@ -119,7 +121,6 @@ def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any
             rack.simrack("fault", "heal", "version", "rack1-tray03")
     finally:
         rack.simrack("fault", "heal", "driver-version", "rack1-tray03")
-    assert versions_site(rack, tmp_path).rc == 0
 
 
 # --- the operator's tasks around a restart --------------------------------------------------------
@@ -173,7 +174,6 @@ def test_operator_tasks_run_around_a_domain_restart_and_only_then(simulated_rack
     assert [hook_record(rack, tray, "post") for tray in trays] == [None] * len(trays)
     assert daemon_pids(rack) == after
     clear_hook_records(rack, trays)
-    hooks_site(rack, tmp_path)
 
 
 # --- a restart only for a real change ----------------------------------------------------------------
@@ -208,5 +208,55 @@ def test_a_touch_of_a_node_list_restarts_nothing(simulated_rack, tmp_path):
     plans = again.module_results("rackscale.imex.imex_plan")
     assert plans and not any("no record of what the running IMEX daemon loaded" in json.dumps(res)
                              for _host, res in plans)
-    # Leave the domain as the other tests expect it: converged on the defaults.
-    assert run_playbook("site.yml", rack.inventory, extravars=reports).rc == 0
+
+
+# --- a run cut before its restart, healed by the next ----------------------------------------------
+
+FAIL_BEFORE_RESTART = """---
+- name: Drain the trays (fails)
+  ansible.builtin.fail:
+    msg: the drain of {{ imex_hook_domain }} failed
+"""
+
+
+def log_levels(rack):
+    return [rack.ssh(tray, "grep", "^LOG_LEVEL=", "/etc/nvidia-imex/config.cfg").stdout.strip()
+            for tray in rack.trays_of(1)]
+
+
+def test_a_run_failing_before_its_restart_is_healed_by_the_next_plain_run(simulated_rack, tmp_path):
+    rack = simulated_rack
+    reports = str(tmp_path / "reports")
+    level = {"imex_settings": {"LOG_LEVEL": 1}}
+    before = daemon_pids(rack)
+    assert "0" not in before and "LOG_LEVEL=1" not in log_levels(rack)
+    pre = tmp_path / "pre.yml"
+    pre.write_text(FAIL_BEFORE_RESTART)
+
+    failed = hooks_site(rack, tmp_path, imex_pre_restart_tasks=str(pre), **level)
+    assert failed.rc != 0
+    assert "the drain of rack1 failed" in "\n".join(failed.failure_messages()), failed.failure_messages()
+    # Cut between the writes and the restart: new config on disk, the old daemons run.
+    assert log_levels(rack) == ["LOG_LEVEL=1"] * 3
+    assert daemon_pids(rack) == before
+
+    # validate.yml does not call such a domain healthy: its daemons run another config.
+    checked = run_playbook("validate.yml", rack.inventory,
+                           extravars={"imex_report_dir": reports, "imex_validate_timeout_s": 10})
+    assert checked.rc != 0, checked.stdout[-3000:]
+    assert any("rack1" in line and "restart" in line for message in checked.failure_messages()
+               for line in message.splitlines()), checked.failure_messages()
+    assert daemon_pids(rack) == before
+
+    # The next plain run, asking for the same, restarts the domain and proves it.
+    healed = hooks_site(rack, tmp_path, **level)
+    assert healed.rc == 0, healed.stdout[-5000:]
+    after = daemon_pids(rack)
+    assert [old == new or new == "0" for old, new in zip(before, after)] == [False] * 3, (before, after)
+    with open(os.path.join(reports, "rack1.json")) as handle:
+        assert json.load(handle)["verdict"] == "healthy"
+
+    again = hooks_site(rack, tmp_path, **level)
+    assert again.rc == 0, again.stdout[-5000:]
+    assert again.changed_hosts() == []
+    assert daemon_pids(rack) == after

@@ -151,6 +151,8 @@ CASES = {
     "a second domain's own channels": (
         inventory(rack1=rack("a", 2), rack2=dict(rack("b", 2, third_octet=201), vars={"imex_channels": [{"channel": 0}]})),
         {}, ["domain rack2:", "imex_channels[0] (channel 0): channel must be a whole number from 1 to 1048575"]),
+    "no domain per wave": (
+        inventory(rack1=rack("a", 2)), {"imex_rolling_batch": 0}, ["imex_rolling_batch = 0 is out of range 1..1024"]),
     "wait out of range": (
         inventory(rack1=rack("a", 2)), {"imex_ctl_timeout_s": 0}, ["imex_ctl_timeout_s = 0 is out of range 1..3600"]),
     "a service name that smuggles in another unit": (

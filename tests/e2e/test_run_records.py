@@ -110,6 +110,7 @@ def test_a_run_stopped_by_a_tray_ssh_does_not_reach_names_it(simulated_rack, out
         simulated_rack.simrack("fault", "heal", "ssh-block", "rack1-tray03")
     assert_recorded(run, outputs, proven, "read", ["rack1-tray03"], "ssh")
     assert {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"} == {"rack1-tray03"}
+    assert run.changed_hosts() == []
 
 
 def test_a_run_whose_options_are_refused_records_it_before_any_tray_is_contacted(simulated_rack, outputs, proven):

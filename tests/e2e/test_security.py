@@ -2,9 +2,7 @@
 
 Tests in order, each leaving the bed converged: mutual TLS from fresh trays (keys 0600 root-owned,
 certificates 0644, the TLS keys in config.cfg, no key material in anything the run printed, recorded
-or reported, with one tray's key given as PEM text as a vault or an AWX credential gives it); one tray
-given a certificate from another CA is refused on the controller naming tray, file and issuer, with
-nothing written on any tray, and the right certificate converges with no manual step; the
+or reported, with one tray's key given as PEM text as a vault or an AWX credential gives it); the
 command service bound to each tray's own address (config.cfg, the listening socket, validate.yml);
 one run with the bed's own inventory unbinds it again and turns TLS off on the trays; the
 dra_host_managed mode adds the command service's unix socket, an isolation channel gets exactly
@@ -29,7 +27,6 @@ pytestmark = [requires_rack, pytest.mark.skipif(shutil.which("openssl") is None,
                                                  reason="openssl CLI needed to make the test certificates (tools/bootstrap installs it)")]
 RACK_SHAPE = (1, 3)
 TRAYS = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
-ROGUE = "rack1-tray03"   # not the first tray: the status is read from rack1-tray01
 TLS_DIR = "/etc/nvidia-imex/tls"
 CONFIG = "/etc/nvidia-imex/config.cfg"
 TLS_KEYS = {
@@ -122,10 +119,6 @@ def config_values(rack, tray):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
 
 
-def checksums(rack, tray, *paths):
-    return rack.ssh(tray, "sh", "-c", "sha256sum " + " ".join(paths) + " 2>&1").stdout
-
-
 def tray_tls_files(rack, tray):
     """sha256 of the CA, certificate and key on a tray (the copy task's result is censored: no_log)."""
     out = rack.ssh(tray, "sha256sum", TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key").stdout
@@ -134,10 +127,6 @@ def tray_tls_files(rack, tray):
 
 def local_tls_files(ca, key, cert):
     return [hashlib.sha256(path.read_bytes()).hexdigest() for path in (ca[1], cert, key)]
-
-
-def messages(run):
-    return "\n".join(run.failure_messages())
 
 
 def everything_recorded(run):
@@ -166,15 +155,13 @@ def reports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pki(simulated_rack, tmp_path_factory):
-    """The rack's CA with a certificate per tray, and a rogue CA's certificate for ROGUE."""
+    """The rack's CA with a certificate per tray. (A certificate of another CA is refused before any tray:
+    tests/unit/plan/test_scenarios_from_the_bed.py.)"""
     directory = tmp_path_factory.mktemp("pki")
     ca = make_ca(directory, "rack-ca")
     certs = {tray: make_tray_cert(directory, ca, tray, address_of(simulated_rack, tray)) for tray in TRAYS}
-    rogue_ca = make_ca(directory, "rogue-ca")
-    rogue = make_tray_cert(directory, rogue_ca, ROGUE + "-rogue", address_of(simulated_rack, ROGUE))
     good = tls_inventory(simulated_rack, directory / "tls.yml", ca, certs)
-    bad = tls_inventory(simulated_rack, directory / "tls-rogue.yml", ca, dict(certs, **{ROGUE: rogue}))
-    return {"ca": ca, "certs": certs, "rogue": rogue, "good": good, "bad": bad}
+    return {"ca": ca, "certs": certs, "good": good}
 
 
 @pytest.fixture(scope="module")
@@ -220,29 +207,8 @@ def test_no_key_material_in_the_run_output(tls_run, pki, reports):
         assert not leaked, "%d line(s) of %s appear in the run's output or artifacts" % (len(leaked), key)
 
 
-def test_certificate_from_another_ca_is_refused_before_anything_is_written(tls_run, simulated_rack, pki, reports):
-    assert tls_run.rc == 0, "needs the converged TLS bed"
-    files = (CONFIG, "/etc/nvidia-imex/nodes_config.cfg", TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt", TLS_DIR + "/tray.key")
-    before = {t: checksums(simulated_rack, t, *files) for t in TRAYS}
-    run = site(pki["bad"], reports, imex_validate_timeout_s=20)
-    assert run.rc != 0
-    text = messages(run)
-    # Tray, file and value: the controller path of the rogue certificate and its issuer.
-    assert ("tray %s: imex_tls_cert (%s): the certificate (issuer CN=rogue-ca) is not signed by the CA given in "
-            "tray %s: imex_tls_ca (PEM text) (CN=rack-ca); its peers would refuse it" % (ROGUE, pki["rogue"][1], ROGUE)) \
-        in text, text
-    assert {t: checksums(simulated_rack, t, *files) for t in TRAYS} == before
-
-    run = site(pki["good"], reports)
-    assert run.rc == 0, run.stdout[-6000:]
-    verdict = report(reports)
-    assert verdict["verdict"] == "healthy" and verdict["status"]["domain_state"] == "UP"
-    assert tray_tls_files(simulated_rack, ROGUE) == local_tls_files(pki["ca"], *pki["certs"][ROGUE])
-    assert {t: checksums(simulated_rack, t, *files) for t in TRAYS} == before
-
-
 def test_command_service_bound_to_each_trays_own_address(tls_run, simulated_rack, pki, reports):
-    # From the converged TLS bed (this run would also repair what an earlier failed test left).
+    # From the converged TLS bed.
     run = site(pki["good"], reports, imex_cmd_bind_own_address=True)
     assert run.rc == 0, run.stdout[-6000:]
     assert report(reports)["status"]["domain_state"] == "UP"

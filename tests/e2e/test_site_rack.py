@@ -1,10 +1,13 @@
 """site.yml and validate.yml on a simulated bed of two racks, through ansible-runner (as AWX runs them).
 
-One bed for the module, tests in order: check mode on fresh trays predicts the first run and
-changes nothing; the first run converges to healthy domains with reports and job artifacts; the
-second run and check mode change nothing; each rack's trays list only their own rack; on a
-drifted tray check mode predicts the repair and changes nothing; a tray swap is predicted by
-check mode and restarts only its rack; a reboot keeps channel0 and the domain.
+One bed for the module, tests in order: the first run starts every daemon and converges to healthy
+domains with reports and job artifacts; the second run and check mode change nothing; each rack's
+trays list only their own rack; a tray swap is predicted by check mode and restarts only its rack; a
+reboot keeps channel0 and the domain; a domain membership given as a host var (each domain group's
+vars) holds without the collection's vars plugin.
+
+What check mode predicts on fresh or drifted trays, and how many domains a wave takes, the plan
+decides: the scenario and unit tests prove it (tests/unit/plan, tests/README.md).
 """
 from __future__ import annotations
 
@@ -55,29 +58,17 @@ def reports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first_runs(simulated_rack, reports):
-    """The check-mode run on fresh trays (with what it left on the trays), then the real first run."""
-    before = tray_files(simulated_rack, all_trays(simulated_rack))
-    check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                         check=True, diff=True)
-    after_check = tray_files(simulated_rack, all_trays(simulated_rack))
-    real = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
-    return before, check, after_check, real
-
-
-def test_check_mode_on_fresh_trays_changes_nothing_and_predicts_the_first_run(first_runs, simulated_rack):
-    before, check, after_check, real = first_runs
-    assert check.rc == 0, check.stdout[-4000:]
-    assert after_check == before, "check mode changed a tray"
-    assert real.rc == 0, real.stdout[-6000:]
-    assert check.changed_hosts() == real.changed_hosts() == sorted(all_trays(simulated_rack))
-    assert changes_of(check, FILE_TASKS) == changes_of(real, FILE_TASKS)
-    # The run's read of each tray found the fresh daemons stopped: a first converge only starts them.
-    assert [task for _, task, _, _ in real.ok_results() if task == "Stop IMEX daemon"] == []
-    assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == sorted(all_trays(simulated_rack))
+    """The first run on fresh trays."""
+    return run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
 
 
 def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_runs, reports, simulated_rack):
-    real = first_runs[3]
+    real = first_runs
+    assert real.rc == 0, real.stdout[-6000:]
+    assert real.changed_hosts() == sorted(all_trays(simulated_rack))
+    # The run's read of each tray found the fresh daemons stopped: a first converge only starts them.
+    assert [task for _, task, _, _ in real.ok_results() if task == "Stop IMEX daemon"] == []
+    assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == sorted(all_trays(simulated_rack))
     for domain in ("rack1", "rack2"):
         with open(os.path.join(reports, domain + ".json")) as handle:
             report = json.load(handle)
@@ -160,74 +151,10 @@ def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, re
         assert run.ok_tasks("rackscale.imex.imex_nodes_config") == run.ok_tasks("rackscale.imex.imex_config") == []
 
 
-def test_rolling_batch_works_on_two_domains_per_wave_and_refuses_zero(first_runs, simulated_rack, reports):
-    batched = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                           cmdline_vars={"imex_rolling_batch": "2"})
-    assert batched.rc == 0, batched.stdout[-4000:]
-    assert "(item=rack1, rack2)" in batched.stdout and batched.changed_hosts() == []
-    # Both domains proven by their reads before any restart, in the one wave.
-    proofs = sorted(host for host, task in batched.ok_tasks("rackscale.imex.imex_status"))
-    assert proofs == ["rack1-tray01", "rack2-tray01"]
-    refused = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                           cmdline_vars={"imex_rolling_batch": "0"})
-    assert refused.rc != 0
-    assert any("imex_rolling_batch = 0 is out of range 1..1024" in message for message in refused.failure_messages())
-    assert refused.ok_tasks("rackscale.imex.imex_tray_info") == []
-
-
 def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):
     run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}, check=True)
     assert run.rc == 0, run.stdout[-4000:]
     assert run.changed_hosts() == []
-
-
-DRIFTED = "rack2-tray03"   # not the first tray of its rack: the status is read elsewhere
-
-
-def test_check_mode_on_a_drifted_tray_predicts_the_repair_and_changes_nothing(first_runs, simulated_rack, reports):
-    """One tray drifted behind Ansible's back, its daemon still running the old files: node list
-    edited (first two entries swapped), a config key changed, channel0 removed."""
-    config = "/etc/nvidia-imex/config.cfg"
-    simulated_rack.simrack("fault", "nodelist-edit", DRIFTED)
-    try:
-        edit = simulated_rack.ssh(DRIFTED, "sed", "-i", "s/^SERVER_PORT=.*/SERVER_PORT=50001/", config)
-        assert edit.returncode == 0, edit.stderr
-        gone = simulated_rack.ssh(DRIFTED, "rm", "/dev/nvidia-caps-imex-channels/channel0")
-        assert gone.returncode == 0, gone.stderr
-        trays = all_trays(simulated_rack)
-        before, starts = tray_files(simulated_rack, trays), daemon_start_times(simulated_rack, trays)
-        check = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports},
-                             check=True, diff=True)
-        assert check.rc == 0, check.stdout[-4000:]
-        assert tray_files(simulated_rack, trays) == before, "check mode changed a file or channel0"
-        assert daemon_start_times(simulated_rack, trays) == starts, "check mode restarted a daemon"
-        # The diff shows the drift being undone.
-        diffs = {task: res.get("diff") for host, task, _, res in check.ok_results() if host == DRIFTED}
-        expected = "".join(tray_address(simulated_rack, t) + "\n" for t in simulated_rack.trays_of(2))
-        assert diffs["Write the domain's node list"]["after"] == expected
-        assert diffs["Write the domain's node list"]["before"] != expected
-        assert "SERVER_PORT=50001" in diffs["Set the daemon config keys"]["before"]
-        assert "SERVER_PORT=50000" in diffs["Set the daemon config keys"]["after"]
-
-        real = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
-        assert real.rc == 0, real.stdout[-6000:]
-    finally:
-        simulated_rack.simrack("fault", "heal", "nodelist-edit", DRIFTED)
-    assert changes_of(check, FILE_TASKS) == changes_of(real, FILE_TASKS) == {(DRIFTED, t) for t in FILE_TASKS}
-    rack2 = simulated_rack.trays_of(2)
-    assert changes_of(check, {RESTART_TASK}) == changes_of(real, {RESTART_TASK}) == {(t, RESTART_TASK) for t in rack2}
-    assert sorted(h for h, t in check.changed_tasks() if t == "Stop IMEX daemon") == rack2
-    assert sorted(h for h, t in real.changed_tasks() if t == "Stop IMEX daemon") == rack2
-    assert sorted(h for h, t in real.changed_tasks() if t == "Start IMEX daemon") == rack2
-    # --check predicts the start that follows each stop, as the real run makes it.
-    assert sorted(h for h, t in check.changed_tasks() if t == "Start IMEX daemon") == rack2
-    # The repair restarted rack2 together and left rack1 alone.
-    after = daemon_start_times(simulated_rack, trays)
-    assert [t for t in trays if after[t] != starts[t]] == rack2
-    same = "sha256sum /etc/nvidia-imex/config.cfg /etc/nvidia-imex/nodes_config.cfg"
-    assert simulated_rack.ssh(DRIFTED, "sh", "-c", same).stdout == simulated_rack.ssh("rack2-tray02", "sh", "-c", same).stdout
-    channel = simulated_rack.ssh(DRIFTED, "stat", "-c", "%F %a", "/dev/nvidia-caps-imex-channels/channel0")
-    assert channel.stdout.strip() == "character special file 666", channel.stdout + channel.stderr
 
 
 def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, tmp_path):
@@ -282,3 +209,26 @@ def test_reboot_keeps_channel0_and_the_domain(first_runs, simulated_rack, report
     run = run_playbook("validate.yml", simulated_rack.inventory,
                        extravars={"imex_report_dir": reports, "imex_validate_timeout_s": 120})
     assert run.rc == 0, run.stdout[-4000:]
+
+
+def test_domain_membership_from_a_host_var_without_the_vars_plugin(first_runs, simulated_rack, tmp_path):
+    """imex_domain set through each domain group's vars, the collection's vars plugin off: the run takes the
+    same domains (each rack's node list, both proven), and validate.yml proves them."""
+    with open(simulated_rack.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    for name, group in inventory["all"]["children"]["imex_domains"]["children"].items():
+        group["vars"] = dict(group.get("vars") or {}, imex_domain=name)
+    path = write(tmp_path / "host-var-domains.yml", inventory)
+    plain_vars = {"ANSIBLE_VARS_ENABLED": "host_group_vars"}
+    reports = str(tmp_path / "reports")
+    run = run_playbook("site.yml", path, extravars={"imex_report_dir": reports}, envvars=plain_vars)
+    assert run.rc == 0, run.stdout[-5000:]
+    for number in (1, 2):
+        trays = simulated_rack.trays_of(number)
+        expected = "".join(tray_address(simulated_rack, tray) + "\n" for tray in trays)
+        assert {tray: simulated_rack.ssh(tray, "cat", "/etc/nvidia-imex/nodes_config.cfg").stdout for tray in trays} \
+            == dict.fromkeys(trays, expected)
+        with open(os.path.join(reports, "rack%d.json" % number)) as handle:
+            assert json.load(handle)["verdict"] == "healthy"
+    checked = run_playbook("validate.yml", path, extravars={"imex_report_dir": reports}, envvars=plain_vars)
+    assert checked.rc == 0, checked.stdout[-5000:]
