@@ -13,11 +13,17 @@ import os
 import re
 import unicodedata
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
 from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import LOG_DIRECTORY, SYSTEM_LOG_NAMES
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import (
+    DOMAIN,
+    RUN,
+    convert_option,
+    kind_of,
+    options_of,
+    whole_number,
+)
 
 # Every pattern here is matched whole (fullmatch: '$' would accept a trailing newline) and over ASCII
 # alone ([0-9], never \d or str.isdigit, which take '²', '٥' and '５').
@@ -25,8 +31,6 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMIL
 # '\x2d' escape names another unit than the one shown.
 _UNIT = re.compile(r"[A-Za-z0-9_.:@-]{1,250}")
 _DIGITS = re.compile(r"[0-9]+")
-# A whole number as YAML, -e or an AWX survey give it: 30, " 30 ", and a float survey's 30.0.
-_WHOLE_NUMBER = re.compile(r" *[+-]?[0-9]+(?:\.0*)? *")
 # A Slurm node name as slurm.conf's NodeName and scontrol take it: one word, not an option.
 _SLURM_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 # An NVIDIA driver release, with the suffix of a distribution package: 580.95.05, 580.95.09-0ubuntu1.
@@ -115,25 +119,6 @@ def _control_problem(option, value):
     if isinstance(value, str) and hostile_character(value) is not None:
         return "%s: value %s contains a control character or line separator" % (option, _shown(value))
     return None
-
-
-def whole_number(value):
-    """An int from a whole number as YAML, -e or an AWX survey give it (5, "5", 30.0, "30.0"); ValueError
-    for anything else: 30.5, "5\\n", "²", "٥", "５", a boolean."""
-    if isinstance(value, bool):
-        raise ValueError(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value):
-        return int(value.strip(" ").split(".")[0])
-    raise ValueError(value)
-
-
-def is_blank(value):
-    """A dict or list option given as a blank string (-e 'imex_settings=', an empty survey field): empty."""
-    return isinstance(value, str) and not value.strip()
 
 
 def _flag(value):
@@ -403,44 +388,67 @@ def tls_file_problems(trays, is_file=os.path.isfile):
     return problems
 
 
-# Options that make a domain's daemon config or channels: every tray of a domain must hold one value
-# (a daemon whose peers listen elsewhere, speak TLS when it does not, or lack a channel breaks the
-# domain). Each is compared in its argument-spec type, so "50000" from -e equals 50000 from YAML.
-DOMAIN_WIDE_OPTIONS = {
-    "imex_mode": str,
-    "imex_server_port": int,
-    "imex_cmd_port": int,
-    "imex_cmd_bind_own_address": lambda value: boolean(value, strict=False),
-    "imex_tls": lambda value: boolean(value, strict=False),
-    "imex_tls_target_override": str,
-    "imex_settings": lambda value: {str(key): str(item) for key, item in dict(value or {}).items()},
-    "imex_channels": list,
-}
+# The options that must hold one value on every tray of a domain (a daemon whose peers listen elsewhere,
+# speak TLS when it does not, or lack a channel breaks the domain), and on every tray of the run.
+DOMAIN_WIDE_OPTIONS = options_of(DOMAIN)
+RUN_WIDE_OPTIONS = options_of(RUN)
+
+
+def _compared(name, value):
+    """An option's value as trays are compared on it: as convert_option makes it (the same strict
+    booleans, whole numbers and parsed text), a mapping's values as the text config.cfg holds."""
+    converted, _problem = convert_option(name, value)
+    if kind_of(name) == "dict" and isinstance(converted, dict):
+        converted = {str(key): None if item is None else str(item) for key, item in converted.items()}
+    return json.dumps(converted, sort_keys=True, default=str)
+
+
+def variance_problems(scope, trays, tray_options, domain_of=None):
+    """One sentence per option of ``scope`` (RUN or DOMAIN) whose trays hold different values, naming
+    each value and the trays that hold it.
+
+    ``trays``: the trays to compare, in the order they are named. RUN compares them all together;
+    DOMAIN compares the trays of each domain with each other only, ``domain_of`` mapping each tray to
+    its domain (the model's host_domain; a tray it does not map is not compared). ``tray_options``:
+    {tray: {option: value}}, gathered or converted alike: "yes" and true, or "50000" and 50000, are one
+    value; a null is a value of its own.
+    """
+    if scope == RUN:
+        groups = {None: list(trays)}
+    elif scope == DOMAIN:
+        if domain_of is None:
+            raise ValueError("the DOMAIN scope compares the trays of each domain: give domain_of")
+        groups = {}
+        for tray in trays:
+            if tray in domain_of:
+                groups.setdefault(domain_of[tray], []).append(tray)
+    else:
+        raise ValueError("only the %s and %s scopes hold one value per group of trays, not %r" % (RUN, DOMAIN, scope))
+    problems = []
+    for group in sorted(groups, key=str):
+        for name in sorted(options_of(scope)):
+            held = {}
+            for tray in groups[group]:
+                held.setdefault(_compared(name, (tray_options.get(tray) or {}).get(name)), []).append(tray)
+            if len(held) < 2:
+                continue
+            values = "; ".join("%s on %s" % (shown, ", ".join(held_by)) for shown, held_by in held.items())
+            if scope == RUN:
+                problems.append("%s differs between the trays of the run (%s); it applies to the whole run: set it "
+                                "once, for example in group_vars/imex_domains.yml or with -e" % (name, values))
+            else:
+                problems.append("domain %s: %s differs between its trays (%s); one domain runs one daemon "
+                                "configuration: set it for the whole domain group" % (group, name, values))
+    return problems
 
 
 def domain_variance_problems(model, trays, values):
-    """One sentence per domain and option whose trays hold different values.
-
-    ``values`` maps each option of DOMAIN_WIDE_OPTIONS to one value per tray of ``trays`` (its host
-    var, or the role's value where it has none). Option checks run once per domain on its first
-    tray; a value set on one tray alone would otherwise reach that tray unchecked and make its
-    daemon differ from its peers.
-    """
-    problems = []
-    for name in sorted(model["domains"]):
-        members = set(node["host"] for node in model["domains"][name]["nodes"])
-        for option, normalise in DOMAIN_WIDE_OPTIONS.items():
-            held = {}
-            for tray, value in zip(trays, values.get(option) or ()):
-                if tray in members:
-                    shown = json.dumps(normalise(value), sort_keys=True)
-                    held.setdefault(shown, []).append(tray)
-            if len(held) > 1:
-                problems.append("domain %s: %s differs between its trays (%s); one domain runs one daemon "
-                                "configuration: set it for the whole domain group"
-                                % (name, option, "; ".join("%s on %s" % (shown, ", ".join(held_by))
-                                                           for shown, held_by in held.items())))
-    return problems
+    """variance_problems(DOMAIN, ...) for the plan's present call: ``values`` maps each option of
+    DOMAIN_WIDE_OPTIONS to one value per tray of ``trays``; the domains are those of ``model``."""
+    domain_of = {node["host"]: name for name, domain in model["domains"].items() for node in domain["nodes"]}
+    tray_options = {tray: {name: held[position] for name, held in values.items() if position < len(held)}
+                    for position, tray in enumerate(trays)}
+    return variance_problems(DOMAIN, trays, tray_options, domain_of)
 
 
 def is_unit_name(value):

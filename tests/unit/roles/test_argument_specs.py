@@ -4,7 +4,8 @@
 defaults/main.yml is what Ansible uses; meta/argument_specs.yml is what validates and documents.
 Every option of every entry point has its default in defaults/main.yml, with the same value
 where the spec states one. A default computed by a template (it depends on other options) is
-left out of the spec, whose description says what it is.
+left out of the spec, whose description says what it is. The imex role's option table in Python
+(plugins/plugin_utils/_option_table.py) is checked against the spec by test_option_table.py.
 """
 from __future__ import annotations
 
@@ -57,17 +58,27 @@ def test_the_validate_entry_point_takes_a_subset_of_the_converge_options():
         assert spec == entry_points["main"]["options"][name], name
 
 
-def test_the_plan_converts_every_option_of_the_imex_role_to_its_declared_type():
-    """The plan is where option values from -e and AWX surveys become typed: it must know each one."""
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import OPTION_TYPES
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word: a default written twice is refused here."""
 
-    options = load("imex", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
-    gathered = load("imex", "vars", "main.yml")["__imex_options"]
-    # imex_domain is read from the inventory by the domain model, not gathered as an option.
-    assert sorted(gathered) == sorted(name for name in options if name != "imex_domain")
-    assert sorted(OPTION_TYPES) == sorted(options)
-    for name, spec in options.items():
-        # raw: a list or mapping that may also come as JSON or YAML text, which the plan parses.
-        declared = spec["type"].replace("path", "str")
-        assert OPTION_TYPES[name] == declared or (declared == "raw" and OPTION_TYPES[name] in ("list", "dict")), name
-        assert gathered.get(name, "{{ %s }}" % name) == "{{ %s }}" % name, "%s is wired, not computed" % name
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(key, deep=deep) for key, _value in node.value]
+        repeated = sorted({str(key) for key in keys if keys.count(key) > 1})
+        if repeated:
+            raise yaml.constructor.ConstructorError(None, None, "key %s written twice" % ", ".join(repeated),
+                                                    node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("parts", [("defaults", "main.yml"), ("vars", "main.yml"), ("meta", "argument_specs.yml")])
+def test_no_option_or_default_is_written_twice_in_one_file(role, parts):
+    path = os.path.join(ROOT, "roles", role, *parts)
+    if os.path.isfile(path):
+        with open(path) as handle:
+            yaml.load(handle, Loader=_UniqueKeyLoader)
+
+
+def test_a_key_written_twice_is_found():
+    with pytest.raises(yaml.constructor.ConstructorError, match="imex_tls written twice"):
+        yaml.load("imex_tls: false\nimex_mode: static\nimex_tls: true\n", Loader=_UniqueKeyLoader)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX_CHANNEL
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import DOMAIN, RUN, TRAY
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     channel_problems,
     domain_variance_problems,
     option_problems,
+    variance_problems,
 )
 
 TLS_FILES = {"IMEX_SERVER_KEY": "/k", "IMEX_SERVER_CERT": "/c", "IMEX_SERVER_CERT_AUTH": "/a",
@@ -153,6 +155,66 @@ def test_trays_outside_the_play_are_not_compared():
     assert domain_variance_problems(two_domains(), ["t0"], {"imex_settings": [{"LOG_LEVEL": 4}]}) == []
 
 
+# One check for the options of a domain and those of the run: one rule for what is the same value.
+DOMAIN_OF = {"t0": "rack1", "t1": "rack1", "u0": "rack2", "u1": "rack2"}
+TRAYS = ["t0", "t1", "u0", "u1"]
+
+
+@pytest.mark.parametrize(("scope", "option"), [(DOMAIN, "imex_tls"), (RUN, "imex_rolling")])
+def test_a_boolean_given_as_yes_on_one_tray_and_true_on_another_is_one_value(scope, option):
+    given = {"t0": {option: "yes"}, "t1": {option: True}, "u0": {option: "on"}, "u1": {option: 1}}
+    assert variance_problems(scope, TRAYS, given, DOMAIN_OF) == []
+    given["u1"] = {option: "no"}
+    assert len(variance_problems(scope, TRAYS, given, DOMAIN_OF)) == 1
+
+
+@pytest.mark.parametrize(("scope", "option"), [(DOMAIN, "imex_tls"), (RUN, "imex_skip_fabric_check")])
+def test_a_value_that_is_no_boolean_is_not_taken_for_false(scope, option):
+    """Its own problem is named at the boundary; here it is still not the value false of its peer."""
+    given = {"t0": {option: "maybe"}, "t1": {option: False}}
+    assert variance_problems(scope, ["t0", "t1"], given, DOMAIN_OF) == [
+        {DOMAIN: 'domain rack1: %s differs between its trays ("maybe" on t0; false on t1); one domain runs one '
+                 "daemon configuration: set it for the whole domain group",
+         RUN: '%s differs between the trays of the run ("maybe" on t0; false on t1); it applies to the whole run: '
+              "set it once, for example in group_vars/imex_domains.yml or with -e"}[scope] % option]
+
+
+@pytest.mark.parametrize(("scope", "option", "given", "converted"), [
+    (DOMAIN, "imex_server_port", "50000", 50000), (RUN, "imex_rolling_batch", " 2 ", 2),
+    (DOMAIN, "imex_channels", "[{channel: 5}]", [{"channel": 5}]), (RUN, "imex_trays_out_of_service", "", []),
+    (DOMAIN, "imex_settings", None, {}), (DOMAIN, "imex_channels", None, []),
+    (DOMAIN, "imex_settings", {"LOG_LEVEL": 2}, {"LOG_LEVEL": "2"}),
+])
+def test_values_are_compared_as_the_converter_makes_them(scope, option, given, converted):
+    assert variance_problems(scope, ["t0", "t1"], {"t0": {option: given}, "t1": {option: converted}},
+                             DOMAIN_OF) == []
+
+
+def test_a_null_is_a_value_of_its_own_where_the_type_has_no_empty_value():
+    assert variance_problems(RUN, ["t0", "t1"], {"t0": {"imex_max_nodes": None}, "t1": {"imex_max_nodes": 18}}) == [
+        "imex_max_nodes differs between the trays of the run (null on t0; 18 on t1); it applies to the whole run: "
+        "set it once, for example in group_vars/imex_domains.yml or with -e"]
+
+
+def test_the_run_compares_every_tray_and_a_domain_its_own_only():
+    given = {"t0": {"imex_mode": "static", "imex_report_dir": "r"}, "t1": {"imex_mode": "static", "imex_report_dir": "r"},
+             "u0": {"imex_mode": "slurm", "imex_report_dir": "r"}, "u1": {"imex_mode": "slurm", "imex_report_dir": "s"}}
+    assert variance_problems(DOMAIN, TRAYS, given, DOMAIN_OF) == []
+    assert variance_problems(RUN, TRAYS, given) == [
+        'imex_report_dir differs between the trays of the run ("r" on t0, t1, u0; "s" on u1); it applies to the '
+        "whole run: set it once, for example in group_vars/imex_domains.yml or with -e"]
+    # A tray of no domain of the run (out of service, say) is compared with none.
+    assert variance_problems(DOMAIN, TRAYS, dict(given, u1={"imex_mode": "dra"}), {"t0": "rack1", "t1": "rack1",
+                                                                                   "u0": "rack2"}) == []
+
+
+def test_tray_options_may_differ_and_a_domain_check_needs_the_domains():
+    with pytest.raises(ValueError, match="not 'tray'"):
+        variance_problems(TRAY, TRAYS, {})
+    with pytest.raises(ValueError, match="give domain_of"):
+        variance_problems(DOMAIN, TRAYS, {})
+
+
 def test_a_channel_entry_with_an_unknown_key_or_no_channel_is_refused_naming_it():
     assert channel_problems([{"channel": 5, "onwer": "alice"}, {"owner": "bob"}], "static") == [
         "imex_channels[0] (channel 5): unknown key onwer (an entry takes channel, owner, group, mode, state)",
@@ -287,36 +349,13 @@ def test_tls_options_may_hold_pem_text_with_its_newlines():
 
 
 def test_the_partition_of_the_probe_is_matched_whole():
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import per_job_option_problems
+    from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import per_job_option_problems
     options = {"imex_slurm_prolog_dir": "/etc/slurm/prolog.d", "imex_slurm_epilog_dir": "/etc/slurm/epilog.d"}
     for partition in ("batch\n", "-p", "bätch"):
         assert per_job_option_problems(dict(options, imex_slurm_probe_partition=partition)) == [
             "imex_slurm_probe_partition = %r is not a Slurm partition name (letters, digits, '_', '.', '-')"
             % partition]
     assert per_job_option_problems(dict(options, imex_slurm_probe_partition="batch")) == []
-
-
-@pytest.mark.parametrize(("given", "number"), [("30", 30), ("30.0", 30), (30.0, 30), ("30.", 30), (" 30 ", 30),
-                                               (30, 30), ("-1", -1)])
-def test_a_whole_number_is_taken_as_yaml_e_and_awx_give_it(given, number):
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import convert_option
-    assert convert_option("imex_lock_wait_s", given) == (number, None)
-
-
-@pytest.mark.parametrize("given", ["30.5", 30.5, "5\n", "²", "٥", "５", "1e3", "0x10", "", True, "30,0"])
-def test_anything_else_where_a_whole_number_is_needed_is_refused_naming_the_option(given):
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import convert_option
-    assert convert_option("imex_lock_wait_s", given) == (
-        given, "imex_lock_wait_s = %r is not a whole number" % given)
-
-
-@pytest.mark.parametrize("blank", ["", " ", "\n"])
-def test_a_blank_string_is_empty_for_every_dict_and_list_option(blank):
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import OPTION_TYPES, convert_option
-    collections = sorted(name for name, kind in OPTION_TYPES.items() if kind in ("dict", "list"))
-    assert collections == ["imex_channels", "imex_settings", "imex_trays_out_of_service"]
-    for name in collections:
-        assert convert_option(name, blank) == ({} if OPTION_TYPES[name] == "dict" else [], None), name
 
 
 # The controller directories of the run's records.
