@@ -3,9 +3,10 @@
 
 The bed (fixture slurm_bed) is 2 racks x 3 trays; its slurm.conf has SwitchType=switch/nvidia_imex,
 SwitchParameters=imex_channel_count=2048, PrologFlags=Alloc, Prolog=/etc/slurm/prolog.d/*,
-Epilog=/etc/slurm/epilog.d/* and the partition gpu. The refusals are judged on what each tray's
-scontrol show config reads from the real slurmctld; the probe job is a real srun whose prolog starts
-the simulated daemons.
+Epilog=/etc/slurm/epilog.d/* and the partition gpu. The probe job is a real srun whose prolog starts
+the simulated daemons. What the plan decides on the Slurm configuration each tray reads (channel0
+under Slurm's channel plugin, a prolog directory slurm.conf does not run) is proven on that
+configuration's recorded output by the unit tests (test_plan_slurm_channels.py, tests/README.md).
 """
 from __future__ import annotations
 
@@ -54,39 +55,6 @@ def all_idle(bed):
 
 def probe_results(run):
     return {res["item"]: res for _host, res in run.module_results("rackscale.imex.imex_slurm_probe")}
-
-
-class TestRefusals:
-    """On the fresh bed: nothing installed yet, so every refusal must leave the trays as they were."""
-
-    def test_channel0_under_slurms_plugin_is_refused_in_the_static_mode_and_nothing_is_written(self, slurm_bed):
-        tray = slurm_bed.tray(1, 1)
-        before = on(slurm_bed, tray, "sh", "-c", "sha256sum /etc/nvidia-imex/* 2>/dev/null; "
-                                                 "ls /etc/modprobe.d").stdout
-        run = run_playbook("site.yml", slurm_bed.inventory)
-        assert run.rc != 0
-        message = "\n".join(run.failure_messages())
-        assert re.search(r"domain rack1, trays rack1-tray01, rack1-tray02, rack1-tray03: imex_channel0=true "
-                         r"\(imex_mode=static\), but Slurm's switch/nvidia_imex \(SwitchType in slurm.conf\) owns "
-                         r"the IMEX channels: slurmd empties /dev/nvidia-caps-imex-channels when it starts", message), \
-            message
-        assert "set imex_channel0=false" in message and "domain rack2, trays rack2-tray01" in message
-        assert run.changed_hosts() == []
-        assert on(slurm_bed, tray, "sh", "-c", "sha256sum /etc/nvidia-imex/* 2>/dev/null; "
-                                               "ls /etc/modprobe.d").stdout == before
-
-    def test_per_job_with_a_prolog_directory_slurm_conf_does_not_run_is_refused_with_the_line(self, slurm_bed):
-        run = run_playbook("site.yml", slurm_bed.inventory,
-                           cmdline_vars=dict(PER_JOB, imex_slurm_prolog_dir="/etc/slurm/imex-prolog.d"))
-        assert run.rc != 0
-        message = "\n".join(run.failure_messages())
-        assert ("slurm.conf runs Prolog=/etc/slurm/prolog.d/*, not /etc/slurm/imex-prolog.d/90-rackscale-imex, "
-                "where the role installs the per-job prolog (imex_slurm_prolog_dir=/etc/slurm/imex-prolog.d): add "
-                "the line Prolog=/etc/slurm/imex-prolog.d/* to slurm.conf") in message, message
-        # The epilog directory is the one slurm.conf runs: only the prolog is named.
-        assert "Epilog=" not in message
-        assert run.changed_hosts() == []
-        assert on(slurm_bed, slurm_bed.tray(1, 1), "test", "-e", "/etc/slurm/imex-prolog.d", check=False).returncode != 0
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ leaving the mode) run on the first generation's bed only (FIRST_GENERATION_ONLY)
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import time
@@ -276,26 +275,6 @@ class TestFailures:
             on(bed, CONTROLLER, "scontrol", "update", "nodename=" + broken, "state=resume", check=False)
             for tray in bed.trays_of(1):
                 wait_for(lambda: daemon_state(bed, tray) != "active", "the daemon of %s to stop" % tray)
-
-    def test_site_yml_under_a_running_job_refuses_from_the_real_slurm_state(self, bed):
-        trays = bed.trays_of(1)
-        job = sbatch(bed, "--exclusive", "-N%d" % len(trays), "-w", ",".join(trays))
-        try:
-            wait_for(lambda: all(daemon_state(bed, t) == "active" for t in trays), "the job's daemons", 90)
-            runs = {t: daemon_run(bed, t) for t in trays}
-            before = on(bed, trays[0], "cat", "/etc/nvidia-imex/config.cfg").stdout
-            run = run_playbook("site.yml", bed.inventory,
-                               cmdline_vars=dict(PER_JOB, imex_settings=json.dumps({"LOG_LEVEL": "4"}, separators=(",", ":"))))
-            assert run.rc != 0
-            message = " ".join(run.failure_messages())
-            assert "rack1" in message and re.search(r"busy|job|Slurm", message), message
-            assert on(bed, trays[0], "cat", "/etc/nvidia-imex/config.cfg").stdout == before
-            assert {t: daemon_run(bed, t) for t in trays} == runs
-        finally:
-            end_job(bed, job)
-            for tray in trays:
-                wait_for(lambda: daemon_state(bed, tray) == "inactive", "the daemon of %s to stop" % tray)
-                on(bed, tray, "rm", "-f", "/run/job-running-" + job)
 
 
 class TestLeavingPerJob:
