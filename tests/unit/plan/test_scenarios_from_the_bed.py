@@ -10,6 +10,7 @@ import time
 import pytest
 import yaml
 
+from ansible_collections.rackscale.imex.plugins.module_utils import _slurm
 from ansible_collections.rackscale.imex.tests.unit.plan import scenario
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, run, tray_options
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import TLS_PEM, model_of, role_options
@@ -19,6 +20,7 @@ T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
 ALL = [T1, T2, T3]
 NEW_PORT = {"imex_server_port": 50010}
 TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "imex", "tasks")
+SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples")
 
 
 def tray_info_tasks():
@@ -141,3 +143,43 @@ def test_a_domain_on_two_releases_is_refused_by_the_read_with_or_without_the_fab
         said = "\n".join(refused.value.problems)
         assert ("domain rack1 runs different driver releases: 580.105.08 on rack1-tray03; 580.95.09 on rack1-tray01, "
                 "rack1-tray02; the daemons would answer !V!") in said, said
+
+
+def with_the_slurm_beds_config(bed):
+    """The trays as the Slurm bed's slurmd would show them: each read's slurm_config made, as imex_tray_info makes
+    it, from that bed's recorded `scontrol show config` (switch/nvidia_imex, Prolog=/etc/slurm/prolog.d/*,
+    Epilog=/etc/slurm/epilog.d/*, PrologFlags=Alloc) and its slurmd release."""
+    with open(os.path.join(SAMPLES, "slurm", "show_config_per_job_bed.txt"), encoding="utf-8") as handle:
+        config = _slurm.channel_plugin_config(_slurm.parse_show_config(handle.read()))
+    for tray in bed.trays.values():
+        tray.template["slurm_config"] = {"installed": True, "config": config, "error": None,
+                                         "slurmd_version": config["version"]}
+    return bed
+
+
+def test_channel0_under_slurms_channel_plugin_is_refused_in_the_static_mode_before_any_write():
+    """Derived from reads/healthy.json, each tray's Slurm configuration the Slurm bed's (above)."""
+    bed = with_the_slurm_beds_config(Bed())
+    before = bed.snapshot()
+    refused = run(bed, every=NEW_PORT)
+    said = "\n".join(refused.problems)
+    assert refused.stopped_at == "read" and refused.written == {} and bed.snapshot() == before, said
+    assert ("domain rack1, trays rack1-tray01, rack1-tray02, rack1-tray03: imex_channel0=true (imex_mode=static), "
+            "but Slurm's switch/nvidia_imex (SwitchType in slurm.conf) owns the IMEX channels: slurmd empties "
+            "/dev/nvidia-caps-imex-channels when it starts") in said, said
+    assert "set imex_channel0=false" in said
+
+
+def test_a_per_job_prolog_directory_slurm_conf_does_not_run_is_refused_naming_the_line_to_add():
+    """Derived from reads/mode_slurm_per_job.json, each tray's Slurm configuration the Slurm bed's (above): the
+    prolog directory asked for is not one slurm.conf runs, the epilog directory is, so only the prolog is named."""
+    bed = with_the_slurm_beds_config(Bed("mode_slurm_per_job"))
+    before = bed.snapshot()
+    refused = run(bed, every={"imex_mode": "slurm_per_job", "imex_channel0": False,
+                              "imex_slurm_prolog_dir": "/etc/slurm/imex-prolog.d"})
+    said = "\n".join(refused.problems)
+    assert refused.stopped_at == "read" and refused.written == {} and bed.snapshot() == before, said
+    assert ("slurm.conf runs Prolog=/etc/slurm/prolog.d/*, not /etc/slurm/imex-prolog.d/90-rackscale-imex, where the "
+            "role installs the per-job prolog (imex_slurm_prolog_dir=/etc/slurm/imex-prolog.d): add the line "
+            "Prolog=/etc/slurm/imex-prolog.d/* to slurm.conf") in said, said
+    assert "Epilog=" not in said
