@@ -5,7 +5,8 @@ Every test starts from a converged bed and heals what it broke, even when it fai
 run changed the trays converges them again; one whose run was refused before any change checks that
 nothing changed and no run lock was left, and needs no run after it. What the plan decides on a
 fault (a dead or unreachable tray, a status read, a version skew) is proven by the scenario and unit
-tests (tests/unit, see tests/README.md).
+tests (tests/unit, see tests/README.md); what a run that could not reach a tray records,
+test_run_records.py.
 """
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ import concurrent.futures
 import contextlib
 import json
 import os
-import re
 
 import pytest
 
-from conftest import clear_hook_records, fresh_ssh_connections, hook_record, requires_rack, restart_hooks, run_playbook
+from conftest import clear_hook_records, hook_record, requires_rack, restart_hooks, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (2, 3)
@@ -122,25 +122,6 @@ def test_daemon_failing_to_start_is_named_with_its_log_and_the_post_restart_task
     converges(bed, reports)
 
 
-# The first tray of the play also holds its domain's lock and runs the run_once tasks: when it is the
-# one unreachable, no lock is taken there, none is released there, and no other tray is blamed. (Another
-# tray unreachable: test_run_records.py, which also checks what the run recorded.)
-def test_unreachable_tray_stops_the_run_before_any_change(bed, reports):
-    blocked = "rack1-tray01"
-    others = [tray for tray in RACK1 + RACK2 if tray != blocked]
-    with fault(bed, "ssh-block", blocked):
-        before = start_times(bed, others)
-        with fresh_ssh_connections() as ssh:
-            run = site(bed, reports, imex_settings={"LOG_LEVEL": "3"}, **ssh)
-        assert run.rc != 0
-        unreachable = {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"}
-        assert unreachable == {blocked}, messages(run)
-        assert not re.search(r"lock .*(not held|never taken|held by)", messages(run)), messages(run)
-        assert run.changed_hosts() == []
-        assert start_times(bed, others) == before
-        assert_no_run_lock_left(bed, others)
-
-
 def test_node_list_edited_behind_our_back_is_repaired_in_that_rack_only(bed, reports, tmp_path):
     hooks = restart_hooks(tmp_path)
     clear_hook_records(bed, RACK1 + RACK2)
@@ -197,17 +178,13 @@ def test_second_concurrent_run_fails_clearly(bed, reports):
     assert_no_run_lock_left(bed, RACK1 + RACK2)
 
 
-@pytest.mark.parametrize("tamper,expected", [
-    # A local user's file where the lock goes (the directory is root's 0700, as the module makes it).
-    ("mkdir -p -m 700 /run/rackscale-imex && touch /run/rackscale-imex/run.lock"
-     " && chown 1000:1000 /run/rackscale-imex/run.lock",
-     "/run/rackscale-imex/run.lock is owned by uid 1000, not by uid 0 that runs rackscale.imex.imex_lock; "
-     "refusing to use it as the run lock"),
-    # A lock directory every local user could write into.
-    ("mkdir -p /run/rackscale-imex && chmod 1777 /run/rackscale-imex",
-     "is owned by uid 0 with mode 1777: another user could create or replace the lock there"),
-])
-def test_a_lock_place_another_user_controls_is_refused_before_any_change(bed, reports, tamper, expected):
+# A local user's file where the lock goes (the directory is root's 0700, as the module makes it). A lock
+# directory every local user could write into: tests/unit/plugins/modules/test_imex_lock.py.
+def test_a_lock_place_another_user_controls_is_refused_before_any_change(bed, reports):
+    tamper = ("mkdir -p -m 700 /run/rackscale-imex && touch /run/rackscale-imex/run.lock"
+              " && chown 1000:1000 /run/rackscale-imex/run.lock")
+    expected = ("/run/rackscale-imex/run.lock is owned by uid 1000, not by uid 0 that runs rackscale.imex.imex_lock; "
+                "refusing to use it as the run lock")
     bed.ssh("rack1-tray01", "sh", "-c", tamper)
     try:
         before = start_times(bed, RACK1 + RACK2)
