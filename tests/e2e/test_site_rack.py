@@ -57,13 +57,13 @@ def reports(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def first_runs(simulated_rack, reports):
+def first_run(simulated_rack, reports):
     """The first run on fresh trays."""
     return run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
 
 
-def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_runs, reports, simulated_rack):
-    real = first_runs
+def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_run, reports, simulated_rack):
+    real = first_run
     assert real.rc == 0, real.stdout[-6000:]
     assert real.changed_hosts() == sorted(all_trays(simulated_rack))
     # The run's read of each tray found the fresh daemons stopped: a first converge only starts them.
@@ -102,7 +102,7 @@ def test_first_run_proves_every_domain_healthy_with_reports_and_artifacts(first_
     assert validators == ["rack1-tray01", "rack2-tray01"]
 
 
-def test_validate_leaves_node_exporter_gauges_per_domain(first_runs, simulated_rack, reports, tmp_path):
+def test_validate_leaves_node_exporter_gauges_per_domain(first_run, simulated_rack, reports, tmp_path):
     textfiles = tmp_path / "textfile_collector"
     run = run_playbook("validate.yml", simulated_rack.inventory,
                        extravars={"imex_report_dir": reports, "imex_textfile_dir": str(textfiles)})
@@ -125,7 +125,7 @@ def tray_address(rack, tray):
     raise KeyError(tray)
 
 
-def test_trays_hold_identical_node_lists_of_their_own_rack_and_channel0(first_runs, simulated_rack):
+def test_trays_hold_identical_node_lists_of_their_own_rack_and_channel0(first_run, simulated_rack):
     for rack_number in (1, 2):
         trays = simulated_rack.trays_of(rack_number)
         lists = {simulated_rack.ssh(t, "cat", "/etc/nvidia-imex/nodes_config.cfg").stdout for t in trays}
@@ -137,7 +137,7 @@ def test_trays_hold_identical_node_lists_of_their_own_rack_and_channel0(first_ru
             assert enabled == "enabled"
 
 
-def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, reports):
+def test_second_run_and_check_mode_change_nothing(first_run, simulated_rack, reports):
     again = run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports})
     assert again.rc == 0, again.stdout[-4000:]
     assert again.changed_hosts() == []
@@ -151,13 +151,13 @@ def test_second_run_and_check_mode_change_nothing(first_runs, simulated_rack, re
         assert run.ok_tasks("rackscale.imex.imex_nodes_config") == run.ok_tasks("rackscale.imex.imex_config") == []
 
 
-def test_validate_is_read_only_under_check(first_runs, simulated_rack, reports):
+def test_validate_is_read_only_under_check(first_run, simulated_rack, reports):
     run = run_playbook("validate.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}, check=True)
     assert run.rc == 0, run.stdout[-4000:]
     assert run.changed_hosts() == []
 
 
-def test_tray_swap_restarts_only_its_rack(first_runs, simulated_rack, reports, tmp_path):
+def test_tray_swap_restarts_only_its_rack(first_run, simulated_rack, reports, tmp_path):
     """rack1-tray02 is replaced by fresh hardware at another address (here: the spare rack1-tray04)."""
     with open(simulated_rack.inventory) as handle:
         inventory = yaml.safe_load(handle)
@@ -200,7 +200,7 @@ def write(path, data):
     return str(path)
 
 
-def test_reboot_keeps_channel0_and_the_domain(first_runs, simulated_rack, reports):
+def test_reboot_keeps_channel0_and_the_domain(first_run, simulated_rack, reports):
     # Back to the inventory the rack was built with (the swap test changed rack1).
     assert run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}).rc == 0
     simulated_rack.simrack("fault", "reboot", "rack2-tray03")
@@ -211,7 +211,7 @@ def test_reboot_keeps_channel0_and_the_domain(first_runs, simulated_rack, report
     assert run.rc == 0, run.stdout[-4000:]
 
 
-def test_domain_membership_from_a_host_var_without_the_vars_plugin(first_runs, simulated_rack, tmp_path):
+def test_domain_membership_from_a_host_var_without_the_vars_plugin(first_run, simulated_rack, tmp_path):
     """imex_domain set through each domain group's vars, the collection's vars plugin off: the run takes the
     same domains (each rack's node list, both proven), and validate.yml proves them."""
     with open(simulated_rack.inventory) as handle:
