@@ -580,7 +580,7 @@ class Soak:
                 self.killed_locks[domain] = {"owner": owner, "stale_at": since + RUN_VARS["imex_lock_stale_after_s"]}
         holders = {d: k["owner"] for d, k in self.killed_locks.items()}
         problems = []
-        ok, detail = inv.locks_after(lock_records, real, holders)
+        ok, detail = inv.locks_after(lock_records, real, holders, {d: trays[0] for d, trays in self.topology.items()})
         if ok is False:
             problems.append(detail)
         ok2, detail2 = inv.two_holders(real, self.domain_of)

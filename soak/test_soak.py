@@ -276,6 +276,30 @@ def test_locks_left_by_finished_runs_and_two_holders():
     assert inv.two_holders(one_after_the_other, DOMAIN_OF) == (True, "ok")
 
 
+def release_events(domain, tray, unreachable):
+    """The release task's result as the soak's callback records it: each item is the lock take's
+    result, whose own item names the domain and the lock tray."""
+    return [{"type": "unreachable" if unreachable else "ok", "task": inv.RELEASE_TASK, "host": tray,
+             "items": [{"item": {"item": {"domain": domain, "holder": tray}, "owner": "run-a"},
+                        "unreachable": unreachable, "failed": False, "skipped": False}]}]
+
+
+def test_a_lock_its_release_could_not_reach_is_not_blamed_on_the_finished_run():
+    # Seed 20261127, step 9: ssh to rack1-tray01 blocked during the run; its release could not reach
+    # the tray, so the lock stays there until it goes stale. Only that tray's lock is excused.
+    read_on = {"rack1": "rack1-tray01", "rack2": "rack2-tray01"}
+    cut_off = [{"owner": "run-a", "killed": False, "events": release_events("rack1", "rack1-tray01", True)}]
+    ok, detail = inv.locks_after({"rack1": "run-a", "rack2": None}, cut_off, {}, read_on)
+    assert ok is True and "rack1's lock stays on rack1-tray01, which its release did not reach" in detail
+    # Released where ssh reached: a lock left there is the run's fault.
+    reached = [{"owner": "run-a", "killed": False, "events": release_events("rack1", "rack1-tray01", False)}]
+    ok, detail = inv.locks_after({"rack1": "run-a", "rack2": None}, reached, {}, read_on)
+    assert ok is False and "domain rack1: lock left by run-a, a run that finished" in detail
+    # The release missed another tray than the one read: no excuse for the lock found on this one.
+    elsewhere = [{"owner": "run-a", "killed": False, "events": release_events("rack1", "rack1-tray02", True)}]
+    assert inv.locks_after({"rack1": "run-a", "rack2": None}, elsewhere, {}, read_on)[0] is False
+
+
 def test_a_run_during_a_killed_run_s_fresh_lock_must_refuse_with_locked_by():
     refused = {"name": "r", "rc": 2, "output": "rack1-tray01 is locked by run-k since ..."}
     assert inv.refused_while_locked(refused, "rack1", stale_at=100, examined=(50, 51))[0] is True

@@ -66,6 +66,7 @@ class CallbackModule(CallbackBase):
                                 "changed": bool(item.get("changed")) if isinstance(item, dict) else False,
                                 "failed": bool(item.get("failed")) if isinstance(item, dict) else False,
                                 "skipped": bool(item.get("skipped")) if isinstance(item, dict) else False,
+                                "unreachable": bool(item.get("unreachable")) if isinstance(item, dict) else False,
                                 "msg": str(item.get("msg", ""))[:2000] if isinstance(item, dict) else "",
                                 "delegated": ((item.get("_ansible_delegated_vars") or {}).get("ansible_delegated_host")
                                               if isinstance(item, dict) else None),
