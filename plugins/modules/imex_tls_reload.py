@@ -37,7 +37,7 @@ options:
     description:
       - The daemon's C(config.cfg). C(SERVER_PORT) (default 50000), C(BIND_INTERFACE_IP), and the
         certificate and key files (C(IMEX_SERVER_CERT), C(IMEX_CLIENT_CERT), C(IMEX_CLIENT_KEY)) are read
-        from it.
+        from it, and C(NETWORK_INTERFACE) for an IPv6 link-local address.
     type: path
     default: /etc/nvidia-imex/config.cfg
   address:
@@ -188,6 +188,10 @@ def daemon_endpoint(module, config_path, address):
     except ValueError:
         module.fail_json(msg='%s: SERVER_PORT=%s is not a port number' % (config_path, port_text))
     host = config.get('BIND_INTERFACE_IP') or address
+    interface = config.get('NETWORK_INTERFACE') or ''
+    # An IPv6 link-local address reaches the daemon only through the interface config.cfg names.
+    if interface and host.lower().startswith('fe80:') and '%' not in host:
+        host = '%s%%%s' % (host, interface)
     return host, port, files['IMEX_SERVER_CERT'], files['IMEX_CLIENT_CERT'], files['IMEX_CLIENT_KEY']
 
 

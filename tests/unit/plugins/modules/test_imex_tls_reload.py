@@ -133,3 +133,19 @@ def test_a_timeout_too_short_for_two_signals_is_refused(run_module, tray, monkey
     monkeypatch.setattr(imex_tls_reload, 'MIN_TIMEOUT_SECONDS', 12)
     result, calls = run(run_module, tray, timeout=5)
     assert result['_exit_code'] == 1 and result['msg'].startswith('timeout=5: at least 12 s') and calls == []
+
+
+class FailingModule:
+    def fail_json(self, **result):
+        raise AssertionError(result['msg'])
+
+
+def test_an_ipv6_link_local_bind_address_gets_the_interface_of_config(tmp_path):
+    config = tmp_path / 'config.cfg'
+    config.write_text('IMEX_AUTH_SOURCE=FILE\nIMEX_SERVER_CERT=/t/tray.crt\nIMEX_CLIENT_CERT=/t/tray.crt\n'
+                      'IMEX_CLIENT_KEY=/t/tray.key\nBIND_INTERFACE_IP=fe80::1\nNETWORK_INTERFACE=enP5p1s0\n')
+    assert imex_tls_reload.daemon_endpoint(FailingModule(), str(config), '198.18.1.11') == (
+        'fe80::1%enP5p1s0', 50000, '/t/tray.crt', '/t/tray.crt', '/t/tray.key')
+    config.write_text('IMEX_AUTH_SOURCE=FILE\nIMEX_SERVER_CERT=/t/tray.crt\nIMEX_CLIENT_CERT=/t/tray.crt\n'
+                      'IMEX_CLIENT_KEY=/t/tray.key\nSERVER_PORT=50100\nNETWORK_INTERFACE=enP5p1s0\n')
+    assert imex_tls_reload.daemon_endpoint(FailingModule(), str(config), 'rack1-slot03')[:2] == ('rack1-slot03', 50100)
