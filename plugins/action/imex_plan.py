@@ -4,9 +4,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action: the run plan of the rackscale.imex.imex role, one stage at a time, on the controller.
 
-Documented in plugins/modules/imex_plan.py. Gathers what the role's earlier tasks registered on
-each tray of the play (its options, its reads, its writes) and hands it to the pure functions of
-plugin_utils/_plan.py, which decide. Runs once per stage (run_once), in the controller process:
+Documented in plugins/modules/imex_plan.py. Dispatches each task (``stage: <name>``) from the stage
+table of plugin_utils/plan/stages.py: gathers what the role's earlier tasks registered on each tray
+of the play under the registers the stage names (its options, its reads, its writes) and hands it to
+the stage's pure function, which decides. Runs once per stage (run_once), in the controller process:
 no module, no connection.
 """
 from __future__ import annotations
@@ -27,25 +28,14 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain, model_or_problems
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _arguments, _plan, _run_record
-from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
-from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS, skeleton_of
-from ansible_collections.rackscale.imex.plugins.plugin_utils._options import OWN_CHANNEL_MODES
+from ansible_collections.rackscale.imex.plugins.plugin_utils import _run_record
+from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import arguments as argument_stage, stages
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.options import convert_options, run_wide_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.per_job import SLURM_JOB_SCRIPT
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.verdicts import explain, judged
 
-STAGES = ("arguments", "preflight", "read", "restart", "guard", "verdicts", "discover", "channels", "stopped")
-# What each tray registered, by the name the role's tasks give it.
-TRAY_OPTIONS = "__imex_tray_options"
-TRAY_READ = "__imex_tray_info"
-TRAY_ACTIVITY = "__imex_activity"
-TRAY_DISCOVERED = "__imex_discovered"
-TRAY_WRITES = {"node list": "__imex_nodes_result", "config": "__imex_config_result",
-               "TLS material": "__imex_tls_result"}
-# The status reads and daemon log reads of a wave, registered run_once by the role's tasks.
-STATUS_BEFORE_RESTART = "__imex_wave_status"
-STATUS_PROOF = "__imex_validate_status"
-DAEMON_LOGS = "__imex_daemon_logs"
-# The probe jobs of the per-job domains (validate.yml), registered run_once.
-SLURM_PROBES = "__imex_slurm_probe"
 REPORT_ONLY_TAG = "imex_report"
 ROLE_SPECS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "roles", "imex", "meta", "argument_specs.yml")
@@ -92,18 +82,19 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = dict(self._task.args)
-        stage = args.get("stage")
-        if stage not in STAGES:
-            return dict(result, failed=True, msg="stage must be one of %s, got %r" % (", ".join(STAGES), stage))
+        stage = stages.BY_NAME.get(args.get("stage"))
+        if stage is None:
+            return dict(result, failed=True, msg="stage must be one of %s, got %r" % (
+                ", ".join(stages.BY_NAME), args.get("stage")))
         try:
-            plan = getattr(self, "_" + stage)(args, task_vars)
-        except _plan.PlanError as error:
+            plan = getattr(self, "_" + stage.name)(stage, args, task_vars)
+        except PlanError as error:
             # The refused stage registers over the plan: the run's id and the domains judged so far stay
             # with the refusal, for the records of the stopped run.
             return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems,
                         **self._progress(task_vars))
         result.update(changed=False, plan=plan)
-        if stage == "read" and plan.get("warnings"):
+        if stage.name == "read" and plan.get("warnings"):
             # Shown once, as Ansible shows a module's warnings: what could not be checked.
             result["warnings"] = list(plan["warnings"])
         return result
@@ -114,31 +105,31 @@ class ActionModule(ActionBase):
         try:
             return _plain(task_vars["hostvars"][tray].get(name))
         except (KeyError, AnsibleError) as error:
-            raise _plan.PlanError(["tray %s: %s cannot be read: %s" % (tray, name, error)]) from None
+            raise PlanError(["tray %s: %s cannot be read: %s" % (tray, name, error)]) from None
 
     def _previous(self, task_vars):
-        plan = (task_vars.get("__imex_plan") or {}).get("plan")
+        plan = (task_vars.get(stages.PLAN) or {}).get("plan")
         if not isinstance(plan, Mapping):
-            raise _plan.PlanError(["the preflight stage of the plan has not run in this play"])
+            raise PlanError(["the preflight stage of the plan has not run in this play"])
         return _plain(dict(plan))
 
-    def _tray_options(self, task_vars, trays):
+    def _tray_options(self, task_vars, trays, register):
         options, problems = {}, []
         for tray in trays:
-            raw = self._hostvar(task_vars, tray, TRAY_OPTIONS)
+            raw = self._hostvar(task_vars, tray, register)
             if not isinstance(raw, Mapping):
                 problems.append("tray %s: its options were not gathered (the role's first task did not run on it)"
                                 % tray)
                 continue
-            options[tray], found = _plan.convert_options(raw)
+            options[tray], found = convert_options(raw)
             problems.extend("tray %s: %s" % (tray, problem) for problem in found)
         if problems:
-            raise _plan.PlanError(problems)
+            raise PlanError(problems)
         return options
 
     def _progress(self, task_vars):
         """{run_id, judged} of the plan registered before this stage (none before the preflight)."""
-        registered = task_vars.get("__imex_plan")
+        registered = task_vars.get(stages.PLAN)
         plan = registered.get("plan") if isinstance(registered, Mapping) else None
         if not isinstance(plan, Mapping):
             return {}
@@ -147,33 +138,26 @@ class ActionModule(ActionBase):
 
     # -- stages -------------------------------------------------------------------------------------
 
-    def _arguments(self, args, task_vars):
+    def _arguments(self, stage, args, task_vars):
         """Before the role starts (the shipped playbooks' first play): the trays' values of the role's
-        options against its argument spec, one line per error instead of the spec printed per tray."""
+        options against its argument spec."""
         with open(ROLE_SPECS, encoding="utf-8") as handle:
             specs = yaml.safe_load(handle)
-        try:
-            options = _arguments.entry_point_options(specs, args.get("entry_point") or "main")
-        except ValueError as error:
-            raise _plan.PlanError([str(error)]) from None
+        options = argument_stage.options_of(specs, args.get("entry_point") or "main")
         trays = [str(tray) for tray in (task_vars.get("groups") or {}).get(args.get("group") or "imex_domains", [])]
         values = {}
         for tray in trays:
             defined = task_vars["hostvars"][tray]
             values[tray] = {name: self._hostvar(task_vars, tray, name) for name in options if name in defined}
-        problems = _arguments.argument_problems(options, values)
-        if problems:
-            raise _plan.PlanError(["The options of the rackscale.imex.imex role are not valid; nothing was "
-                                   "contacted or changed:"] + problems)
-        return {"trays_checked": len(trays)}
+        return stage.decide(options, values)
 
-    def _preflight(self, args, task_vars):
+    def _preflight(self, stage, args, task_vars):
         play_hosts = [str(tray) for tray in task_vars.get("ansible_play_hosts") or []]
         play_hosts_all = [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or play_hosts]
-        options = self._tray_options(task_vars, play_hosts)
-        differ = _plan.run_wide_problems(play_hosts, options)
+        options = self._tray_options(task_vars, play_hosts, stage.reads["options"])
+        differ = run_wide_problems(play_hosts, options)
         if differ:
-            raise _plan.PlanError(differ)
+            raise PlanError(differ)
         first = options[play_hosts[0]]
         built = model_or_problems(
             task_vars["groups"], task_vars["hostvars"], play_hosts_all,
@@ -182,37 +166,36 @@ class ActionModule(ActionBase):
             driver_version=first["imex_driver_version"] or None,
             require_declared_size=first["imex_require_declared_size"])
         if built["problems"]:
-            raise _plan.PlanError(["IMEX domain model: %d problem(s) in the inventory:" % len(built["problems"])]
-                                  + ["- " + problem for problem in built["problems"]])
+            raise PlanError(["IMEX domain model: %d problem(s) in the inventory:" % len(built["problems"])]
+                            + ["- " + problem for problem in built["problems"]])
         tags = set(task_vars.get("ansible_run_tags") or ["all"])
         report_only = REPORT_ONLY_TAG in tags and not tags & set(PHASE_TAGS)
-        plan = _plan.preflight(built["model"], options, play_hosts,
-                               run_id=run_id(task_vars.get("awx_job_id")),
-                               check_mode=bool(task_vars.get("ansible_check_mode")), report_only=report_only)
+        plan = stage.decide(built["model"], options, play_hosts, run_id=run_id(task_vars.get("awx_job_id")),
+                            check_mode=bool(task_vars.get("ansible_check_mode")), report_only=report_only)
         plan["model"] = built["model"]
         return plan
 
-    def _read(self, args, task_vars):
+    def _read(self, stage, args, task_vars):
         plan = self._previous(task_vars)
         trays = list(plan["trays"])
-        options = self._tray_options(task_vars, trays)
-        reads = {tray: self._hostvar(task_vars, tray, TRAY_READ) or {} for tray in trays}
+        options = self._tray_options(task_vars, trays, stage.reads["options"])
+        reads = {tray: self._hostvar(task_vars, tray, stage.reads["read"]) or {} for tray in trays}
         unread = _run_record.none_reached(reads)
         if unread:
-            raise _plan.PlanError(unread)
+            raise PlanError(unread)
         first = options[trays[0]]
         script_sha256, slurm_names = None, {}
         if plan.get("per_job_domains"):
-            script_sha256 = self._shipped_sha256(_plan.SLURM_JOB_SCRIPT)
+            script_sha256 = self._shipped_sha256(SLURM_JOB_SCRIPT)
             # A tray the run does not read is named as the inventory names it.
             slurm_names = {tray: str(self._hostvar(task_vars, tray, "imex_slurm_node_name") or "")
                            for name in plan["per_job_domains"] for tray in plan["domains"][name]["trays"]
                            if tray not in options}
-        return _plan.after_read(plan, plan["model"], options, reads,
-                                shared_partition=first["imex_shared_partition"],
-                                skip_fabric=first["imex_skip_fabric_check"],
-                                converge=bool(args.get("converge", True)),
-                                script_sha256=script_sha256, slurm_names=slurm_names)
+        return stage.decide(plan, plan["model"], options, reads,
+                            shared_partition=first["imex_shared_partition"],
+                            skip_fabric=first["imex_skip_fabric_check"],
+                            converge=bool(args.get("converge", True)),
+                            script_sha256=script_sha256, slurm_names=slurm_names)
 
     def _shipped_sha256(self, name):
         """The checksum of a file the role ships (its files/), as the copy task installs it."""
@@ -221,48 +204,47 @@ class ActionModule(ActionBase):
             with open(path, "rb") as handle:
                 return hashlib.sha256(handle.read()).hexdigest()
         except (AnsibleError, OSError) as error:
-            raise _plan.PlanError(["the role's %s cannot be read on the controller: %s" % (name, error)]) from None
+            raise PlanError(["the role's %s cannot be read on the controller: %s" % (name, error)]) from None
 
     def _wave_registers(self, task_vars, plan, wave, registers):
         """{tray: {key: what the tray registered under each name of ``registers``}} for the wave's trays."""
         return {tray: {key: self._hostvar(task_vars, tray, register) or {} for key, register in registers.items()}
                 for name in wave for tray in plan["domains"][name]["trays_in_run"]}
 
-    def _restart(self, args, task_vars):
+    def _restart(self, stage, args, task_vars):
         plan = self._previous(task_vars)
         wave = list(args.get("wave") or [])
-        writes = self._wave_registers(task_vars, plan, wave, TRAY_WRITES)
-        return _plan.restart(plan, wave, writes, _by_item(task_vars.get(STATUS_BEFORE_RESTART)))
+        writes = self._wave_registers(task_vars, plan, wave, stages.WAVE_WRITES)
+        return stage.decide(plan, wave, writes, _by_item(task_vars.get(stage.reads["status"])))
 
-    def _guard(self, args, task_vars):
+    def _guard(self, stage, args, task_vars):
         plan = self._previous(task_vars)
         wave = list(args.get("wave") or [])
-        reads = self._wave_registers(task_vars, plan, wave, {"activity": TRAY_ACTIVITY})
-        return _plan.guard(plan, wave, {tray: found["activity"] for tray, found in reads.items()})
+        reads = self._wave_registers(task_vars, plan, wave, stage.reads)
+        return stage.decide(plan, wave, {tray: found["activity"] for tray, found in reads.items()})
 
-    def _verdicts(self, args, task_vars):
+    def _verdicts(self, stage, args, task_vars):
         plan = self._previous(task_vars)
         domains = list(args.get("domains") or [])
-        statuses = _by_item(task_vars.get(STATUS_BEFORE_RESTART))
-        statuses.update(_by_item(task_vars.get(STATUS_PROOF)))
+        statuses = _by_item(task_vars.get(stage.reads["status"]))
+        statuses.update(_by_item(task_vars.get(stage.reads["proof"])))
         with_logs = bool(args.get("with_logs"))
         logs = {}
-        for tray, found in (_by_item(task_vars.get(DAEMON_LOGS)) if with_logs else {}).items():
+        for tray, found in (_by_item(task_vars.get(stage.reads["logs"])) if with_logs else {}).items():
             if found.get("failed"):
                 logs[tray] = {"error": found.get("msg") or "unknown error"}
             else:
                 logs[tray] = {key: found[key] for key in ("source", "path", "lines", "truncated", "refused") if key in found}
         pending = {name: plan["domains"][name].get("pending") or {} for name in domains}
-        reports = _plan.verdicts(plan, plan["model"], domains, statuses, list(plan["trays"]),
-                                 allowed_broken_pairs=int(args.get("allowed_broken_pairs") or 0),
-                                 logs=logs, pending=pending,
-                                 probes=_by_item(task_vars.get(SLURM_PROBES)))
-        plan = _plan.judged(plan, reports)
-        plan["explain"] = [] if with_logs else _plan.explain(
+        reports = stage.decide(plan, plan["model"], domains, statuses, list(plan["trays"]),
+                               allowed_broken_pairs=int(args.get("allowed_broken_pairs") or 0),
+                               logs=logs, pending=pending, probes=_by_item(task_vars.get(stage.reads["probes"])))
+        plan = judged(plan, reports)
+        plan["explain"] = [] if with_logs else explain(
             reports, plan["model"], [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []])
         return plan
 
-    def _discover(self, args, task_vars):
+    def _discover(self, stage, args, task_vars):
         """discover.yml: an inventory skeleton, one group per NVLink partition the trays report."""
         entries = []
         for tray in [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []]:
@@ -271,64 +253,47 @@ class ActionModule(ActionBase):
                 value = self._hostvar(task_vars, tray, name)
                 if value is not None:
                     found[name] = value
-            entries.append({"name": tray, "read": self._hostvar(task_vars, tray, TRAY_DISCOVERED) or {},
+            entries.append({"name": tray, "read": self._hostvar(task_vars, tray, stage.reads["discovered"]) or {},
                             "vars": found})
-        found = skeleton_of(entries, int(args.get("max_nodes") or 18))
-        if found["problems"]:
-            raise _plan.PlanError(found["problems"])
-        return found
+        return stage.decide(entries, int(args.get("max_nodes") or 18))
 
-    def _channels(self, args, task_vars):
-        """The imex_channels role, for the tray it runs on: the channels its mode wants (channel0 first),
-        and those a read of the tray shows the channel module would change (all without a read)."""
-        extra, problem = _plan.convert_option("imex_channels", args.get("extra") or [])
-        if problem:
-            raise _plan.PlanError([problem.replace("imex_channels", "imex_channels_extra", 1)])
+    def _channels(self, stage, args, task_vars):
+        """The imex_channels role, for the tray it runs on."""
         # The role's argument spec has refused what is not a boolean; "false" from -e is False here.
-        channel0 = boolean(args.get("channel0", True), strict=False)
-        mode = str(args.get("mode") or "static")
-        entries = channel_entries(mode, channel0, extra)
-        observed = _plain(args.get("observed") or {})
-        return {"entries": entries, "to_ensure": channels_to_ensure(entries, dict(observed)),
-                "owned": mode in OWN_CHANNEL_MODES}
+        return stage.decide(str(args.get("mode") or "static"), boolean(args.get("channel0", True), strict=False),
+                            args.get("extra") or [], _plain(args.get("observed") or {}))
 
-    def _stopped(self, args, task_vars):
-        """The rescue of a run that stopped (before its proof, or at it): what it leaves on record. The
-        stage, domains, trays and reasons, the reports of the domains it did not judge, the summary and
-        the job artifacts; decided by plugin_utils/_run_record.py from what the role registered."""
+    def _stopped(self, stage, args, task_vars):
+        """The rescue of a run that stopped (before its proof, or at it): gathers what the role registered
+        (the failed tasks, the registers of the stage table, the plan so far) for the stopped stage."""
         hostvars = task_vars.get("hostvars") or {}
         groups = task_vars.get("groups") or {}
         parent = str(args.get("group") or "imex_domains")
         in_group = [str(tray) for tray in groups.get(parent) or []]
         play = [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or []]
         trays = [tray for tray in play if tray in in_group] or in_group
-        registered = task_vars.get("__imex_plan") if isinstance(task_vars.get("__imex_plan"), Mapping) else {}
+        registered = task_vars.get(stages.PLAN) if isinstance(task_vars.get(stages.PLAN), Mapping) else {}
         plan = _plain(dict(registered["plan"])) if isinstance(registered.get("plan"), Mapping) else None
         report_dir = os.path.abspath(self._run_wide(args.get("report_dir"), hostvars, trays, "imex_report_dir"))
         textfile_dir = self._run_wide(args.get("textfile_dir"), hostvars, trays, "imex_textfile_dir")
         if plan:
             judged_reports = list(plan.get("run_verdicts") or [])
-            judged = [report["domain"] for report in judged_reports]
+            judged_names = [report["domain"] for report in judged_reports]
         else:
-            judged = [str(name) for name in registered.get("judged") or []]
-            judged_reports = _earlier_reports(report_dir, judged, registered.get("run_id"))
+            judged_names = [str(name) for name in registered.get("judged") or []]
+            judged_reports = _earlier_reports(report_dir, judged_names, registered.get("run_id"))
         the_run_id = (plan or {}).get("run_id") or registered.get("run_id") or run_id(task_vars.get("awx_job_id"))
-        failures, registers = [], {name: {} for name in _run_record.REGISTER_STAGES}
+        failures, registers = [], {name: {} for name in stage.reads.values()}
         for host in play:
-            found = self._lenient(hostvars, host, ("ansible_failed_task", "ansible_failed_result")
-                                  + tuple(_run_record.REGISTER_STAGES))
+            found = self._lenient(hostvars, host, ("ansible_failed_task", "ansible_failed_result") + tuple(registers))
             if found.get("ansible_failed_task") or found.get("ansible_failed_result"):
                 failures.append((host, found.get("ansible_failed_task") or {}, found.get("ansible_failed_result") or {}))
-            for name in _run_record.REGISTER_STAGES:
+            for name in registers:
                 if isinstance(found.get(name), Mapping):
                     registers[name][host] = found[name]
-        record = _run_record.stopped_record(
-            failures, registers, self._run_domains(plan, task_vars, trays, parent),
-            judged=judged, check_mode=bool(task_vars.get("ansible_check_mode")))
-        record.update(run_id=the_run_id, report_dir=report_dir, textfile_dir=textfile_dir,
-                      summary=judged_reports + record["reports"],
-                      artifacts=_run_record.artifacts(record, the_run_id, report_dir, judged_reports))
-        return record
+        return stage.decide(failures, registers, self._run_domains(plan, task_vars, trays, parent), judged_names,
+                            judged_reports, bool(task_vars.get("ansible_check_mode")), the_run_id, report_dir,
+                            textfile_dir)
 
     def _lenient(self, hostvars, host, names):
         """{name: value} of the variables of ``host`` that can be read: a rescue records what it can."""
@@ -364,8 +329,8 @@ class ActionModule(ActionBase):
             return {name: {"trays": list(domain["trays"]), "addresses": list(domain["addresses"])}
                     for name, domain in plan["domains"].items()}
         hostvars = task_vars.get("hostvars") or {}
-        options = self._lenient(hostvars, trays[0], (TRAY_OPTIONS,)).get(TRAY_OPTIONS) if trays else None
-        converted = _plan.convert_options(dict(options))[0] if isinstance(options, Mapping) else {}
+        options = self._lenient(hostvars, trays[0], (stages.TRAY_OPTIONS,)).get(stages.TRAY_OPTIONS) if trays else None
+        converted = convert_options(dict(options))[0] if isinstance(options, Mapping) else {}
         # As permissive as the model allows: only the domains and their trays are wanted here.
         built = model_or_problems(task_vars.get("groups") or {}, hostvars, trays,
                                   parent=converted.get("imex_domains_group") or parent, max_nodes=10 ** 6,

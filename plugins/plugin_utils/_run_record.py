@@ -5,29 +5,27 @@
 trays concerned, why, and a report for every domain of the run that it did not judge.
 
 Pure functions of what the role's tasks registered (the failed task and its result, the registered
-results of the reads and locks, the plan); the imex_plan action gathers them (stage ``stopped``) and
-the imex_report action writes the records.
+results of the reads and locks, the plan); the imex_plan action gathers them (stage ``stopped``, whose
+module is plan/stopped.py) and the imex_report action writes the records. The run's stages and the
+registers of each come from the stage table (plan/stages.py).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import stages as stage_table
+
 # A domain the run did not judge: not proven by this run, whatever an earlier run said.
 NOT_PROVEN = "not_proven"
 
-# The stages a run stops at, in the order a run goes through them.
-STAGES = ("arguments", "preflight", "lock", "read", "gate", "channels", "write", "restart", "proof", "run")
-
+# The stages a run stops at, in the order a run goes through them (the public stopped_at values).
+STAGES = stage_table.RUN_STAGE_NAMES
 # The plan's own stages: a refusal says where the run stopped.
-PLAN_STAGES = {"arguments": "arguments", "preflight": "preflight", "read": "gate", "channels": "channels",
-               "restart": "restart", "guard": "restart", "verdicts": "proof"}
+PLAN_STAGES = stage_table.STOPPED_AT
 # The role's registered results: the stage of a task that registers each, and of the trays its
 # results name as failed or unreachable (a tray dropped by ssh leaves only these behind).
-REGISTER_STAGES = {"__imex_locks": "lock", "__imex_tray_info": "read", "__imex_nodes_result": "write",
-                   "__imex_config_result": "write", "__imex_tls_result": "write", "__imex_wave_status": "restart",
-                   "__imex_activity": "restart", "__imex_daemon_start": "restart", "__imex_validate_status": "proof",
-                   "__imex_slurm_probe": "proof", "__imex_daemon_logs": "proof"}
+REGISTER_STAGES = stage_table.REGISTER_STAGES
 ACTION_STAGES = {"rackscale.imex.imex_lock": "lock", "rackscale.imex.imex_tray_info": "read",
                  "rackscale.imex.imex_channel": "channels", "ansible.builtin.reboot": "channels",
                  "rackscale.imex.imex_nodes_config": "write", "rackscale.imex.imex_config": "write",

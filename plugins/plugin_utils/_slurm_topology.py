@@ -35,6 +35,7 @@ from collections.abc import Mapping
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import config_flags
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import hostile_character
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
 
 try:
     import yaml
@@ -50,7 +51,6 @@ MAX_LEVEL = 15
 _BAD_NAME = re.compile(r"[,\[\]=#\s]")
 _TOPOLOGY_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 FILE_NAMES = (CONF_NAME, YAML_NAME)
-PER_JOB_MODE = "slurm_per_job"
 HEADER = ("# Slurm block topology (topology/block), written by rackscale.imex from the inventory: one block per\n"
           "# IMEX domain, in the order of the domain groups (neighbouring blocks form the higher-level blocks).\n"
           "# Edits here are replaced on the next run: change the inventory instead.\n")
@@ -163,7 +163,7 @@ def domain_blocks(model, tray_vars):
 
 def per_job_trays(tray_vars):
     """The trays whose imex_mode is slurm_per_job (their prolog needs PrologFlags=Alloc)."""
-    return sorted(tray for tray, found in tray_vars.items() if (found or {}).get("imex_mode") == PER_JOB_MODE)
+    return sorted(tray for tray, found in tray_vars.items() if modes.of((found or {}).get("imex_mode")).per_job)
 
 
 def default_block_sizes(base, total):
@@ -325,7 +325,7 @@ def slurm_problems(blocks, sizes, path, version, config, slurm_nodes, per_job, t
             line = "PrologFlags=%s" % ",".join(flags + ["Alloc"])
             problems.append("trays %s run imex_mode %s, whose prolog must run when the job is allocated: %s %s "
                             "(PrologFlags is %s); this collection never edits slurm.conf"
-                            % (", ".join(per_job), PER_JOB_MODE, "change the PrologFlags line of %s to" % conf
+                            % (", ".join(per_job), modes.SlurmPerJob.name, "change the PrologFlags line of %s to" % conf
                                if flags else "add this line to %s:" % conf, line,
                                config.get("PrologFlags") or "not set"))
     if slurm_nodes is not None:

@@ -3,7 +3,7 @@
 
 The trays start from recorded reads (reads/*.json: imex_tray_info's results on the simulated rack,
 re-recorded by tools/record-reads) and change as a run changes them: its writes, restarts and starts.
-A run calls the functions of plugin_utils/_plan.py in the order the action plugin and the role's
+A run calls the stages of plugin_utils/plan/ in the order the action plugin and the role's
 tasks do (preflight, locks, read, then per wave: writes, status read, restart, pre-restart tasks,
 guard, lock check, restarts, proof, verdicts; the locks released at the end), looked up on the module
 at each call, so that a test can alter the plan on purpose (monkeypatch) and see an invariant fail.
@@ -19,7 +19,7 @@ import os
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import nodes_checksum, render_nodes, validate_nodes
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import role_options
 
@@ -236,7 +236,7 @@ class Run:
     def _stage(self, stage, function, *args, **kwargs):
         try:
             plan = function(*args, **kwargs)
-        except _plan.PlanError as error:
+        except run_plan.PlanError as error:
             raise Refused(stage, error.problems) from None
         self.outcome.plans.append((stage, plan))
         return plan
@@ -244,10 +244,10 @@ class Run:
     def _stages(self):
         bed, outcome = self.bed, self.outcome
         options = {tray: self.options[tray] for tray in self.play}
-        differ = _plan.run_wide_problems(self.play, options)
+        differ = run_plan.run_wide_problems(self.play, options)
         if differ:
             raise Refused("preflight", differ)
-        plan = self._stage("preflight", _plan.preflight, bed.model, options, self.play, outcome.run_id,
+        plan = self._stage("preflight", run_plan.preflight.preflight, bed.model, options, self.play, outcome.run_id,
                            check_mode=self.check)
         yield "preflight"
         for lock in plan["locks"]:
@@ -265,7 +265,7 @@ class Run:
         if unreachable:
             raise Refused("read", ["tray %s: unreachable" % tray for tray in unreachable])
         reads = {tray: bed.trays[tray].read(plan["trays"][tray]) for tray in plan["trays"]}
-        plan = self._stage("read", _plan.after_read, plan, bed.model, options, reads)
+        plan = self._stage("read", run_plan.read.after_read, plan, bed.model, options, reads)
         yield "read"
         for wave in plan["waves"]:
             plan = yield from self._wave(plan, wave, options)
@@ -279,14 +279,14 @@ class Run:
                 writes[tray] = self._write(plan, domain, tray, options[tray])
         yield "write"
         statuses = {name: bed.status(plan, name) for name in wave if name in plan["host_daemon_domains"]}
-        plan = self._stage("restart", _plan.restart, plan, wave, writes, statuses)
+        plan = self._stage("restart", run_plan.restart.restart, plan, wave, writes, statuses)
         outcome.planned_restart += [name for name in wave if plan["domains"][name].get("restart")]
         yield "restart"
         if self.pre_restart and plan["restarting"]:
             self.pre_restart(self, wave)
         activity = {tray: bed.trays[tray].read(plan["trays"][tray]) for name in wave
                     for tray in plan["domains"][name]["trays_in_run"] if plan["trays"][tray].get("restart")}
-        plan = self._stage("guard", _plan.guard, plan, wave, activity)
+        plan = self._stage("guard", run_plan.guard.guard, plan, wave, activity)
         yield "guard"
         for lock in plan["locks"]:
             if lock["domain"] in plan["restarting"] and not self.check and bed.locks.get(lock["holder"]) != outcome.run_id:
@@ -313,9 +313,9 @@ class Run:
         statuses.update((name, bed.status(plan, name)) for name in wave if name in plan["prove_now"])
         judging = [name for name in wave if name in plan["judge_now"]]
         if judging:
-            reports = _plan.verdicts(plan, bed.model, judging, statuses, list(plan["trays"]),
+            reports = run_plan.verdicts.verdicts(plan, bed.model, judging, statuses, list(plan["trays"]),
                                      pending={name: plan["domains"][name].get("pending") or {} for name in judging})
-            plan = _plan.judged(plan, reports)
+            plan = run_plan.verdicts.judged(plan, reports)
             outcome.verdicts.update((report["domain"], report["verdict"]) for report in reports)
             failed = [report["message"] for report in reports if not report["ok"]]
             if failed:

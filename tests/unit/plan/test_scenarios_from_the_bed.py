@@ -116,8 +116,8 @@ def test_a_daemon_option_set_on_one_tray_of_a_rack_is_refused_before_any_tray(ra
     options = {tray: role_options(**rack1) for tray in racks["rack1"]}
     options.update((tray, role_options()) for tray in racks["rack2"])
     options["rack2-tray02"] = role_options(imex_mode="slurm")
-    with pytest.raises(scenario._plan.PlanError) as refused:
-        scenario._plan.preflight(model, options, racks["rack1"] + racks["rack2"], "run-1")
+    with pytest.raises(scenario.run_plan.PlanError) as refused:
+        scenario.run_plan.preflight.preflight(model, options, racks["rack1"] + racks["rack2"], "run-1")
     problems = refused.value.problems
     # One sentence holds the domain, the option, each value and the trays holding it.
     named = [problem for problem in problems if "imex_mode" in problem]
@@ -136,10 +136,10 @@ def test_a_domain_on_two_releases_is_refused_by_the_read_with_or_without_the_fab
         bed.trays[T3].template[field] = "580.105.08"
     options = tray_options(bed)
     for skip_fabric in (False, True):
-        plan = scenario._plan.preflight(bed.model, options, ALL, "run-1")
+        plan = scenario.run_plan.preflight.preflight(bed.model, options, ALL, "run-1")
         reads = {tray: bed.trays[tray].read(plan["trays"][tray]) for tray in ALL}
-        with pytest.raises(scenario._plan.PlanError) as refused:
-            scenario._plan.after_read(plan, bed.model, options, reads, skip_fabric=skip_fabric, converge=False)
+        with pytest.raises(scenario.run_plan.PlanError) as refused:
+            scenario.run_plan.read.after_read(plan, bed.model, options, reads, skip_fabric=skip_fabric, converge=False)
         said = "\n".join(refused.value.problems)
         assert ("domain rack1 runs different driver releases: 580.105.08 on rack1-tray03; 580.95.09 on rack1-tray01, "
                 "rack1-tray02; the daemons would answer !V!") in said, said

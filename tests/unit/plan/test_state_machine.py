@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run
 
 SEEDS = (1, 2)
@@ -221,16 +221,16 @@ def test_random_sequences_keep_every_invariant(seed):
 
 # --- each invariant seen failing on a plan altered on purpose ---------------------------------------
 
-def _wrap(monkeypatch, name, after):
-    real = getattr(_plan, name)
+def _wrap(monkeypatch, module, name, after):
+    real = getattr(module, name)
 
     def altered(*args, **kwargs):
         return after(real, *args, **kwargs)
-    monkeypatch.setattr(_plan, name, altered)
+    monkeypatch.setattr(module, name, altered)
 
 
 def busy_ignored(monkeypatch):
-    monkeypatch.setattr(_plan, "busy_guard", lambda *args, **kwargs: [])
+    monkeypatch.setattr(run_plan.daemon, "busy_guard", lambda *args, **kwargs: [])
 
 
 def one_tray_left_running(monkeypatch):
@@ -239,7 +239,7 @@ def one_tray_left_running(monkeypatch):
         for name in plan["restarting"]:
             plan["trays"][plan["domains"][name]["trays_in_run"][-1]]["restart"] = False
         return plan
-    _wrap(monkeypatch, "restart", after)
+    _wrap(monkeypatch, run_plan.restart, "restart", after)
 
 
 def away_counted_as_left_out(monkeypatch):
@@ -248,7 +248,7 @@ def away_counted_as_left_out(monkeypatch):
         for domain in plan["domains"].values():
             domain["left_out"] = [tray for tray in domain["trays"] if tray not in domain["trays_in_run"]]
         return plan
-    _wrap(monkeypatch, "preflight", after)
+    _wrap(monkeypatch, run_plan.preflight, "preflight", after)
 
 
 def lock_on_first_tray_in_service(monkeypatch):
@@ -258,11 +258,11 @@ def lock_on_first_tray_in_service(monkeypatch):
                                                      if tray not in domain["out_of_service"]][0]}
                          for name, domain in plan["domains"].items()]
         return plan
-    _wrap(monkeypatch, "preflight", after)
+    _wrap(monkeypatch, run_plan.preflight, "preflight", after)
 
 
 def says_nothing_was_written(monkeypatch):
-    monkeypatch.setattr(_plan, "written_sentence", lambda written: "Nothing was written.")
+    monkeypatch.setattr(run_plan.writes, "written_sentence", lambda written: "Nothing was written.")
 
 
 def check_mode_blind_to_pending(monkeypatch):
@@ -272,17 +272,17 @@ def check_mode_blind_to_pending(monkeypatch):
             for domain in plan["domains"].values():
                 domain["pending"] = {}
         return plan
-    _wrap(monkeypatch, "after_read", after)
+    _wrap(monkeypatch, run_plan.read, "after_read", after)
 
 
 def refusals_without_names(monkeypatch):
     def after(real, plan, wave, *args):
         try:
             return real(plan, wave, *args)
-        except _plan.PlanError as error:
-            raise _plan.PlanError([re.sub(r"rack1-tray0\d|domain rack1", "a tray", problem)
+        except run_plan.PlanError as error:
+            raise run_plan.PlanError([re.sub(r"rack1-tray0\d|domain rack1", "a tray", problem)
                                    for problem in error.problems]) from None
-    _wrap(monkeypatch, "restart", after)
+    _wrap(monkeypatch, run_plan.restart, "restart", after)
 
 
 ALTERATIONS = [

@@ -23,6 +23,7 @@ from ansible_collections.rackscale.imex.plugins.action.imex_plan import ActionMo
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FILE_MODE, render_nodes, validate_nodes
 from ansible_collections.rackscale.imex.plugins.modules import imex_plan as documented
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import stages
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
 SERVICE = "nvidia-imex"
@@ -183,7 +184,7 @@ def read_stage(task_vars=None, converge=True, **by_tray):
 
 def test_the_documentation_parses_and_names_every_argument_the_stages_read():
     doc = yaml.safe_load(documented.DOCUMENTATION)
-    assert doc["module"] == "imex_plan" and doc["options"]["stage"]["choices"] == list(action_plugin.STAGES)
+    assert doc["module"] == "imex_plan" and doc["options"]["stage"]["choices"] == [stage.name for stage in stages.STAGES]
     with open(action_plugin.__file__) as handle:
         read = set(re.findall(r"args\.get\(\"(\w+)\"", handle.read()))
     assert set(doc["options"]) == read | {"stage"}

@@ -2,26 +2,27 @@
 """Which channels a mode wants, and which need the channel module after a read of the tray."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries, channels_to_ensure
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.channels import channels_to_ensure
 
 TENANT = {"channel": 5, "group": "tenant-a", "mode": "0660"}
 
 
 def test_static_wants_channel0_and_the_isolation_channels_made_now_and_at_boot():
-    assert channel_entries("static", True, [TENANT]) == [
+    assert modes.of("static").channel_entries(True, [TENANT]) == [
         {"channel": 0, "state": "present", "persistent": True, "immediate": True},
         dict(TENANT, persistent=True, immediate=True)]
-    assert channel_entries("dra_host_managed", False, [])[0]["state"] == "absent"
+    assert modes.of("dra_host_managed").channel_entries(False, [])[0]["state"] == "absent"
 
 
 def test_slurm_and_dra_only_drop_the_channel0_option_and_touch_no_node():
     for mode in ("slurm", "dra"):
-        assert channel_entries(mode, True, [TENANT]) == [
+        assert modes.of(mode).channel_entries(True, [TENANT]) == [
             {"channel": 0, "state": "absent", "persistent": True, "immediate": False}]
 
 
 def test_only_channels_the_read_shows_changing_or_failing_are_ensured():
-    entries = channel_entries("static", True, [TENANT, {"channel": 6}, {"channel": 7}])
+    entries = modes.of("static").channel_entries(True, [TENANT, {"channel": 6}, {"channel": 7}])
     observed = {"0": {"changed": False}, "5": {"changed": True}, "6": {"error": "owner 'x' does not exist"}}
     # Channel 7 is not in the read: ensured, to be safe.
     assert [entry["channel"] for entry in channels_to_ensure(entries, observed)] == [5, 6, 7]
@@ -29,5 +30,4 @@ def test_only_channels_the_read_shows_changing_or_failing_are_ensured():
 
 
 def test_a_channel_given_as_text_or_an_awx_float_reaches_the_tray_as_its_number():
-    from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries as entries_of
-    assert [entry["channel"] for entry in entries_of("static", True, [{"channel": "5"}, {"channel": 6.0}])] == [0, 5, 6]
+    assert [entry["channel"] for entry in modes.of("static").channel_entries(True, [{"channel": "5"}, {"channel": 6.0}])] == [0, 5, 6]

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The run plan of the imex role (plugins/plugin_utils/_plan.py), stage by stage, in pure Python.
+"""The run plan of the imex role (plugins/plugin_utils/run_plan.py), stage by stage, in pure Python.
 
 Every input is what the role hands the planner: each tray's own options (the role's defaults
 applied on that tray), the domain model of _domain.build_model, the one read of each tray as
@@ -18,9 +18,10 @@ import yaml
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FILE_MODE, render_nodes, validate_nodes
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
-from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import PlanError
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import is_pem
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import PlanError
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -67,7 +68,7 @@ def _templated(value):
 def role_options(**overrides):
     """One tray's options as the role gathers them: its own values over the role's defaults, with
     the defaults that depend on other options (imex_channel0 on the mode) evaluated on that tray."""
-    options = {name: _plan.convert_option(name, DEFAULTS[name])[0] for name in GATHERED
+    options = {name: run_plan.convert_option(name, DEFAULTS[name])[0] for name in GATHERED
                if not _templated(DEFAULTS[name])}
     options.update(overrides)
     for name, evaluate in TEMPLATED.items():
@@ -96,7 +97,7 @@ def options_of(model, every=None, **by_tray):
 
 
 def preflight(model, options, play_hosts=None, **kwargs):
-    return _plan.preflight(model, options, list(options) if play_hosts is None else play_hosts, "run-1", **kwargs)
+    return run_plan.preflight.preflight(model, options, list(options) if play_hosts is None else play_hosts, "run-1", **kwargs)
 
 
 def subset(found, expected):
@@ -192,7 +193,7 @@ def planned(domains=None, every=None, by_tray=None, reads=None, play_hosts=None,
         options = {tray: options[tray] for tray in play_hosts}
     plan = preflight(model, options, check_mode=check_mode)
     found = reads_of(plan, **(reads or {}))
-    return model, options, _plan.after_read(plan, model, options, found, converge=converge, **after)
+    return model, options, run_plan.read.after_read(plan, model, options, found, converge=converge, **after)
 
 
 def wrote(nodes=False, config=False, tls=None, checksum=SAME):
@@ -232,23 +233,23 @@ def all_ready(plan, wave):
     ("false", False), ("no", False), ("0", False), ("off", False), (0, False), (False, False),
 ])
 def test_booleans_from_the_command_line_or_a_survey_are_converted(given, converted):
-    assert _plan.convert_option("imex_tls", given) == (converted, None)
+    assert run_plan.convert_option("imex_tls", given) == (converted, None)
 
 
 @pytest.mark.parametrize("given", ["maybe", "", "2", 2, [True]])
 def test_a_value_that_is_no_boolean_is_named_with_its_option(given):
-    assert _plan.convert_option("imex_allow_busy_restart", given) == (
+    assert run_plan.convert_option("imex_allow_busy_restart", given) == (
         given, "imex_allow_busy_restart = %r is not a boolean" % (given,))
 
 
 @pytest.mark.parametrize(("given", "converted"), [("50000", 50000), (" 7 ", 7), (50000, 50000), ("0", 0)])
 def test_whole_numbers_given_as_text_are_converted(given, converted):
-    assert _plan.convert_option("imex_server_port", given) == (converted, None)
+    assert run_plan.convert_option("imex_server_port", given) == (converted, None)
 
 
 @pytest.mark.parametrize("given", ["fifty", "", "5e4", "3.5", 3.5, True, False, [1]])
 def test_a_value_that_is_no_whole_number_is_named_with_its_option(given):
-    assert _plan.convert_option("imex_ctl_timeout_s", given) == (
+    assert run_plan.convert_option("imex_ctl_timeout_s", given) == (
         given, "imex_ctl_timeout_s = %r is not a whole number" % (given,))
 
 
@@ -260,7 +261,7 @@ def test_a_value_that_is_no_whole_number_is_named_with_its_option(given):
     ({"LOG_LEVEL": 2}, {"LOG_LEVEL": 2}),
 ])
 def test_mappings_given_as_json_or_yaml_text_are_parsed(given, converted):
-    assert _plan.convert_option("imex_settings", given) == (converted, None)
+    assert run_plan.convert_option("imex_settings", given) == (converted, None)
 
 
 @pytest.mark.parametrize(("given", "converted"), [
@@ -270,7 +271,7 @@ def test_mappings_given_as_json_or_yaml_text_are_parsed(given, converted):
     ([{"channel": 5}], [{"channel": 5}]),
 ])
 def test_lists_given_as_json_or_yaml_text_are_parsed(given, converted):
-    assert _plan.convert_option("imex_channels", given) == (converted, None)
+    assert run_plan.convert_option("imex_channels", given) == (converted, None)
 
 
 @pytest.mark.parametrize(("name", "given", "kind"), [
@@ -283,19 +284,19 @@ def test_lists_given_as_json_or_yaml_text_are_parsed(given, converted):
     ("imex_channels", {"channel": 5}, "list"),
 ])
 def test_text_that_is_not_the_declared_mapping_or_list_is_named(name, given, kind):
-    assert _plan.convert_option(name, given) == (given, "%s = %r is not a %s" % (name, given, kind))
+    assert run_plan.convert_option(name, given) == (given, "%s = %r is not a %s" % (name, given, kind))
 
 
 def test_text_options_are_text_and_unknown_options_pass_unchanged():
-    assert _plan.convert_option("imex_driver_version", 580) == ("580", None)
-    assert _plan.convert_option("imex_tls_key", PEM) == (PEM, None)
-    assert _plan.convert_option("imex_something_new", {"a": 1}) == ({"a": 1}, None)
+    assert run_plan.convert_option("imex_driver_version", 580) == ("580", None)
+    assert run_plan.convert_option("imex_tls_key", PEM) == (PEM, None)
+    assert run_plan.convert_option("imex_something_new", {"a": 1}) == ({"a": 1}, None)
     # An option left unset stays unset; the role's argument spec refuses null where it has a default.
-    assert _plan.convert_option("imex_server_port", None) == (None, None)
+    assert run_plan.convert_option("imex_server_port", None) == (None, None)
 
 
 def test_convert_options_converts_every_option_and_names_every_bad_one():
-    options, problems = _plan.convert_options({
+    options, problems = run_plan.convert_options({
         "imex_tls": "yes", "imex_server_port": "50100", "imex_settings": '{"LOG_LEVEL": "2"}', "imex_channels": "",
         "imex_cmd_port": "fifty", "imex_rolling": "sometimes", "imex_mode": "static"})
     assert options == {"imex_tls": True, "imex_server_port": 50100, "imex_settings": {"LOG_LEVEL": "2"},
@@ -320,7 +321,7 @@ def test_these_tests_feed_the_plan_the_role_defaults():
 # --- what each tray is meant to hold --------------------------------------------------------------
 
 def test_daemon_settings_without_tls_switch_authentication_off_and_set_the_owned_keys():
-    settings = _plan.daemon_settings(role_options(imex_settings={"LOG_LEVEL": 2, "STATS_FILE_NAME": None}),
+    settings = run_plan.daemon_settings(role_options(imex_settings={"LOG_LEVEL": 2, "STATS_FILE_NAME": None}),
                                      "198.18.1.11")
     assert settings == {
         "IMEX_ENABLE_AUTH_ENCRYPTION": "0", "LOG_LEVEL": 2, "STATS_FILE_NAME": None,
@@ -329,7 +330,7 @@ def test_daemon_settings_without_tls_switch_authentication_off_and_set_the_owned
 
 
 def test_daemon_settings_with_tls_point_at_the_trays_own_material():
-    settings = _plan.daemon_settings(role_options(imex_tls=True, imex_tls_dir="/etc/imex-tls",
+    settings = run_plan.daemon_settings(role_options(imex_tls=True, imex_tls_dir="/etc/imex-tls",
                                                   imex_tls_target_override="imex.rack1.example"), "198.18.1.11")
     assert {key: value for key, value in settings.items() if "AUTH" in key or "_KEY" in key or "CERT" in key
             or "SECURITY" in key} == {
@@ -338,30 +339,30 @@ def test_daemon_settings_with_tls_point_at_the_trays_own_material():
         "IMEX_SERVER_CERT_AUTH": "/etc/imex-tls/ca.crt", "IMEX_CLIENT_KEY": "/etc/imex-tls/tray.key",
         "IMEX_CLIENT_CERT": "/etc/imex-tls/tray.crt", "IMEX_CLIENT_CERT_AUTH": "/etc/imex-tls/ca.crt",
         "IMEX_SECURITY_TARGET_OVERRIDE": "imex.rack1.example"}
-    assert _plan.daemon_settings(role_options(imex_tls=True), "x")["IMEX_SECURITY_TARGET_OVERRIDE"] == ""
-    assert _plan.tls_paths(role_options(imex_tls=True)) == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt",
+    assert run_plan.daemon_settings(role_options(imex_tls=True), "x")["IMEX_SECURITY_TARGET_OVERRIDE"] == ""
+    assert run_plan.tls_paths(role_options(imex_tls=True)) == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt",
                                                             TLS_DIR + "/tray.key"]
-    assert _plan.tls_paths(role_options()) == []
+    assert run_plan.tls_paths(role_options()) == []
 
 
 def test_authentication_set_by_hand_without_imex_tls_is_kept():
-    settings = _plan.daemon_settings(role_options(imex_settings={"IMEX_ENABLE_AUTH_ENCRYPTION": "1",
+    settings = run_plan.daemon_settings(role_options(imex_settings={"IMEX_ENABLE_AUTH_ENCRYPTION": "1",
                                                                  "IMEX_AUTH_ENCRYPTION_MODE": "GSS_AUTH_ONLY"}), "x")
     assert settings["IMEX_ENABLE_AUTH_ENCRYPTION"] == "1" and settings["IMEX_AUTH_ENCRYPTION_MODE"] == "GSS_AUTH_ONLY"
 
 
 @pytest.mark.parametrize(("mode", "socket"), [("dra_host_managed", SOCKET), ("static", ""), ("slurm", ""), ("dra", "")])
 def test_the_unix_socket_is_open_in_dra_host_managed_only(mode, socket):
-    assert _plan.owned_settings(role_options(imex_mode=mode), "198.18.1.11")["IMEX_CMD_UNIX_DOMAIN_PATH"] == socket
+    assert run_plan.owned_settings(role_options(imex_mode=mode), "198.18.1.11")["IMEX_CMD_UNIX_DOMAIN_PATH"] == socket
 
 
 def test_the_command_service_binds_to_the_trays_own_address_only_when_asked():
-    owned = _plan.owned_settings(role_options(imex_cmd_bind_own_address=True, imex_cmd_port=50105,
+    owned = run_plan.owned_settings(role_options(imex_cmd_bind_own_address=True, imex_cmd_port=50105,
                                               imex_server_port=50100), "198.18.1.12")
     assert owned == {"IMEX_CMD_ENABLED": "1", "IMEX_CMD_PORT": "50105", "SERVER_PORT": "50100",
                      "IMEX_NODE_CONFIG_FILE": NODES_PATH, "IMEX_CMD_BIND_INTERFACE_IP": "198.18.1.12",
                      "IMEX_CMD_UNIX_DOMAIN_PATH": ""}
-    assert _plan.owned_settings(role_options(), "198.18.1.12")["IMEX_CMD_BIND_INTERFACE_IP"] == ""
+    assert run_plan.owned_settings(role_options(), "198.18.1.12")["IMEX_CMD_BIND_INTERFACE_IP"] == ""
 
 
 def test_each_tray_gets_the_settings_of_its_own_address():
@@ -517,16 +518,16 @@ def test_a_domain_name_that_cannot_be_a_report_file_is_named_once():
 
 def test_a_lock_that_could_go_stale_while_the_run_works_is_refused():
     longest = role_options(imex_lock_stale_after_s=360)  # 300 + 2 x 30
-    assert _plan.lock_problems(longest) == [
+    assert run_plan.lock_problems(longest) == [
         "imex_lock_stale_after_s = 360 is not longer than the run's longest wait without a lock refresh "
         "(imex_validate_timeout_s 300 + 2 x imex_ctl_timeout_s 30 = 360 s): another run could take the lock over "
         "while this one proves a domain; raise it, or set 0 (never stale)"]
-    assert _plan.lock_problems(role_options(imex_lock_stale_after_s=60, imex_validate_timeout_s=10,
+    assert run_plan.lock_problems(role_options(imex_lock_stale_after_s=60, imex_validate_timeout_s=10,
                                             imex_ctl_timeout_s=30))[0].startswith(
         "imex_lock_stale_after_s = 60 is not longer than the run's longest wait without a lock refresh "
         "(imex_validate_timeout_s 10 + 2 x imex_ctl_timeout_s 30 = 70 s)")
-    assert _plan.lock_problems(role_options(imex_lock_stale_after_s=361)) == []
-    assert _plan.lock_problems(role_options(imex_lock_stale_after_s=0)) == []
+    assert run_plan.lock_problems(role_options(imex_lock_stale_after_s=361)) == []
+    assert run_plan.lock_problems(role_options(imex_lock_stale_after_s=0)) == []
 
 
 def test_preflight_refuses_a_lock_that_could_go_stale():
@@ -539,22 +540,22 @@ def test_run_wide_options_that_differ_between_trays_are_named_with_each_value():
     model = model_of(TWO_RACKS)
     options = options_of(model, b2={"imex_rolling_batch": 2, "imex_report_dir": "/srv/reports"},
                          a1={"imex_backup": False, "imex_reboot_allowed": True})
-    assert _plan.run_wide_problems(list(options), options) == [
+    assert run_plan.run_wide_problems(list(options), options) == [
         'imex_report_dir differs between the trays of the run ("imex-reports" on a1, a2, b1; "/srv/reports" on b2); '
         "it applies to the whole run: set it once, for example in group_vars/imex_domains.yml or with -e",
         "imex_rolling_batch differs between the trays of the run (1 on a1, a2, b1; 2 on b2); it applies to the "
         "whole run: set it once, for example in group_vars/imex_domains.yml or with -e"]
-    assert _plan.run_wide_problems(list(options_of(model)), options_of(model)) == []
+    assert run_plan.run_wide_problems(list(options_of(model)), options_of(model)) == []
 
 
 def test_run_wide_options_are_compared_after_conversion_and_only_among_the_given_trays():
     model = model_of(TWO_RACKS)
     options = options_of(model, b1={"imex_rolling_batch": 3})
-    converted = {tray: _plan.convert_options(dict(values, imex_allow_busy_restart="no"))[0]
+    converted = {tray: run_plan.convert_options(dict(values, imex_allow_busy_restart="no"))[0]
                  for tray, values in options.items()}
-    converted["a2"] = _plan.convert_options(dict(options["a2"], imex_allow_busy_restart=False))[0]
-    assert _plan.run_wide_problems(["a1", "a2", "b2"], converted) == []
-    assert len(_plan.run_wide_problems(["a1", "b1"], converted)) == 1
+    converted["a2"] = run_plan.convert_options(dict(options["a2"], imex_allow_busy_restart=False))[0]
+    assert run_plan.run_wide_problems(["a1", "a2", "b2"], converted) == []
+    assert len(run_plan.run_wide_problems(["a1", "b1"], converted)) == 1
 
 
 def test_tls_files_are_checked_on_each_tray_with_tls_on_only(tmp_path):
@@ -591,7 +592,7 @@ def test_tls_material_given_as_pem_text_is_told_from_a_controller_path():
                                                "imex_tls_key": "/srv/pki/a1.key"}), is_file=lambda path: True,
                      read_text={"/srv/pki/a1.key": TLS_PEM["imex_tls_key"].encode()}.get)
     assert plan["trays"]["a1"]["tls_pem"] == [True, True, False]
-    assert not _plan.is_pem("/srv/pki/ca.crt") and not _plan.is_pem("") and not _plan.is_pem(None)
+    assert not is_pem("/srv/pki/ca.crt") and not is_pem("") and not is_pem(None)
 
 
 def test_every_problem_is_reported_at_once():
@@ -629,7 +630,7 @@ def test_the_plan_of_a_whole_run():
         "partial": False, "mode": "static", "service": SERVICE, "allow_busy": False})
     assert subset(plan["trays"]["a2"], {
         "domain": "rackA", "address": "198.18.2.12",
-        "settings": _plan.daemon_settings(role_options(), "198.18.2.12"),
+        "settings": run_plan.daemon_settings(role_options(), "198.18.2.12"),
         "channel_entries": [{"channel": 0, "state": "present", "persistent": True, "immediate": True}],
         "read_files": [NODES_PATH, CONFIG_PATH], "read_stat_files": LEFTOVERS, "tls_pem": [False, False, False]})
     for key in ("prove_now", "restarting", "verdicts", "run_verdicts", "explain"):
@@ -679,7 +680,7 @@ def gate(found, model=None, **kwargs):
     reads = reads_of(plan)
     for tray, changes in found.items():
         reads[tray].update(changes)
-    return _plan.after_read(plan, model, options, reads, **kwargs)
+    return run_plan.read.after_read(plan, model, options, reads, **kwargs)
 
 
 def test_a_tray_off_the_fabric_or_unanswered_is_refused_before_any_change():
@@ -805,8 +806,8 @@ def test_a_long_tray_command_is_bounded_below_the_staleness_of_the_locks():
     _model, _options, plan = planned(every={"imex_lock_stale_after_s": 1200})
     assert {entry["command_timeout_s"] for entry in plan["trays"].values()} == {600}
     _model, _options, plan = planned()
-    assert {entry["command_timeout_s"] for entry in plan["trays"].values()} == {_plan.LONG_COMMAND_TIMEOUT_S}
-    assert _plan.command_timeout("3600") == 900 and _plan.command_timeout(1) == 1
+    assert {entry["command_timeout_s"] for entry in plan["trays"].values()} == {run_plan.LONG_COMMAND_TIMEOUT_S}
+    assert run_plan.command_timeout("3600") == 900 and run_plan.command_timeout(1) == 1
 
 
 def test_the_channels_to_ensure_come_from_the_read():
@@ -845,7 +846,7 @@ def test_a_stopped_or_failed_daemon_is_said():
 def test_trays_without_a_read_write_everything():
     model = model_of(TWO_RACKS)
     options = options_of(model)
-    plan = _plan.after_read(preflight(model, options), model, options, {}, skip_fabric=True)
+    plan = run_plan.read.after_read(preflight(model, options), model, options, {}, skip_fabric=True)
     entry = plan["trays"]["a1"]
     assert (entry["write_nodes"], entry["write_config"], entry["stopped"]) == (True, True, False)
     assert entry["channels"] == entry["channel_entries"]
@@ -856,7 +857,7 @@ def test_the_plan_given_to_after_read_is_not_changed():
     options = options_of(model)
     plan = preflight(model, options)
     kept = repr(plan)
-    _plan.after_read(plan, model, options, reads_of(plan))
+    run_plan.read.after_read(plan, model, options, reads_of(plan))
     assert repr(plan) == kept
 
 
@@ -912,7 +913,7 @@ def test_a_converge_proves_the_host_daemon_domains_and_nothing_under_check():
 def test_a_file_changed_after_the_daemon_started_makes_a_restart_pending():
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
             "files": {CONFIG_PATH: {"ctime": STARTED + 300}, NODES_PATH: {"ctime": STARTED - 10}}}
-    assert _plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH]) == (
+    assert run_plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH]) == (
         "daemon started at 2025-11-25T14:00:00Z, before /etc/nvidia-imex/config.cfg was written at "
         "2025-11-25T14:05:00Z")
 
@@ -921,7 +922,7 @@ def test_several_newer_files_are_named_in_the_order_written_with_the_newest_time
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
             "files": {CONFIG_PATH: {"ctime": STARTED + 300}, NODES_PATH: {"ctime": STARTED + 60}},
             "stat_files": {TLS_DIR + "/tray.key": {"ctime": STARTED + 600}}}
-    assert _plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH], [TLS_DIR + "/tray.key"]) == (
+    assert run_plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH], [TLS_DIR + "/tray.key"]) == (
         "daemon started at 2025-11-25T14:00:00Z, before /etc/nvidia-imex/nodes_config.cfg, "
         "/etc/nvidia-imex/config.cfg, /etc/nvidia-imex/tls/tray.key were written at 2025-11-25T14:10:00Z")
 
@@ -929,22 +930,22 @@ def test_several_newer_files_are_named_in_the_order_written_with_the_newest_time
 def test_tls_material_counts_through_its_stat():
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
             "files": {CONFIG_PATH: {"ctime": BEFORE}}, "stat_files": {TLS_DIR + "/ca.crt": {"ctime": STARTED + 5}}}
-    assert _plan.pending_restart(read, SERVICE, [CONFIG_PATH], [TLS_DIR + "/ca.crt"]).endswith(
+    assert run_plan.pending_restart(read, SERVICE, [CONFIG_PATH], [TLS_DIR + "/ca.crt"]).endswith(
         "before /etc/nvidia-imex/tls/ca.crt was written at 2025-11-25T14:00:05Z")
-    assert _plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None  # not asked about: not judged
+    assert run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None  # not asked about: not judged
 
 
-@pytest.mark.parametrize("later", [0.0, 0.5, _plan.PENDING_SLACK_S, -100.0])
+@pytest.mark.parametrize("later", [0.0, 0.5, run_plan.PENDING_SLACK_S, -100.0])
 def test_a_file_written_within_the_slack_of_the_start_is_in_force(later):
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
             "files": {CONFIG_PATH: {"ctime": STARTED + later}}}
-    assert _plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
+    assert run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
 
 
 def test_just_beyond_the_slack_is_pending():
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
-            "files": {CONFIG_PATH: {"ctime": STARTED + _plan.PENDING_SLACK_S + 0.01}}}
-    assert _plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is not None
+            "files": {CONFIG_PATH: {"ctime": STARTED + run_plan.PENDING_SLACK_S + 0.01}}}
+    assert run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is not None
 
 
 @pytest.mark.parametrize("read", [
@@ -959,14 +960,14 @@ def test_just_beyond_the_slack_is_pending():
 def test_no_running_daemon_or_no_start_time_is_never_pending(read):
     if read:
         read = dict(read, files={CONFIG_PATH: {"ctime": STARTED + 3600}})
-    assert _plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
-    assert _plan.daemon_started(read, SERVICE) is None
+    assert run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
+    assert run_plan.daemon_started(read, SERVICE) is None
 
 
 def test_missing_or_unreadable_files_are_not_pending():
     read = {"services": {SERVICE: "active"}, "services_started": {SERVICE: STARTED},
             "files": {CONFIG_PATH: {"exists": False, "ctime": None}, NODES_PATH: {"error": "denied"}}}
-    assert _plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH, "/not/read"]) is None
+    assert run_plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH, "/not/read"]) is None
 
 
 def test_after_read_records_pending_restarts_of_host_daemons_only():
@@ -985,7 +986,7 @@ def test_after_read_records_pending_restarts_of_host_daemons_only():
 def test_nothing_changed_and_every_node_ready_restarts_and_starts_nothing_and_needs_no_second_read():
     _model, _options, plan = planned()
     writes = {tray: SKIPPED for tray in plan["trays"]}
-    after = _plan.restart(plan, ["rackA"], writes, all_ready(plan, ["rackA"]))
+    after = run_plan.restart.restart(plan, ["rackA"], writes, all_ready(plan, ["rackA"]))
     domain = after["domains"]["rackA"]
     assert (domain["restart"], domain["start"], domain["restart_reasons"], domain["proven_before_restart"]) == (
         False, [], {}, True)
@@ -999,7 +1000,7 @@ def test_nothing_changed_and_every_node_ready_restarts_and_starts_nothing_and_ne
 def test_one_changed_tray_restarts_its_whole_domain_and_no_other():
     _model, _options, plan = planned()
     writes = {"a1": wrote(), "a2": wrote(config=True), "b1": wrote(), "b2": wrote()}
-    after = _plan.restart(plan, ["rackA", "rackB"], writes, all_ready(plan, ["rackA", "rackB"]))
+    after = run_plan.restart.restart(plan, ["rackA", "rackB"], writes, all_ready(plan, ["rackA", "rackB"]))
     assert after["domains"]["rackA"]["restart"] is True and after["domains"]["rackA"]["restart_reasons"] == {
         "a2": "new config"}
     assert after["domains"]["rackA"]["start"] == [] and after["domains"]["rackA"]["proven_before_restart"] is False
@@ -1012,7 +1013,7 @@ def test_every_changed_file_is_a_reason_and_an_unregistered_tls_write_is_none():
     _model, _options, plan = planned()
     writes = {"a1": wrote(nodes=True, config=True, tls=True), "a2": wrote(tls=True), "b1": wrote(tls=False),
               "b2": {}}
-    after = _plan.restart(plan, ["rackA", "rackB"], writes, {})
+    after = run_plan.restart.restart(plan, ["rackA", "rackB"], writes, {})
     assert after["domains"]["rackA"]["restart_reasons"] == {
         "a1": "new TLS material and config and node list", "a2": "new TLS material"}
     assert after["domains"]["rackB"]["restart"] is False
@@ -1020,10 +1021,10 @@ def test_every_changed_file_is_a_reason_and_an_unregistered_tls_write_is_none():
 
 def test_trays_whose_write_was_skipped_restart_with_a_changed_domain_and_are_not_compared():
     _model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]})
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(nodes=True), "t2": SKIPPED, "t3": wrote()}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(nodes=True), "t2": SKIPPED, "t3": wrote()}, {})
     assert after["domains"]["rack1"]["restart"] is True
     assert [after["trays"][tray]["restart"] for tray in ("t1", "t2", "t3")] == [True, True, True]
-    all_skipped = _plan.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED, "t3": SKIPPED},
+    all_skipped = run_plan.restart.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED, "t3": SKIPPED},
                                 all_ready(plan, ["rack1"]))
     assert all_skipped["domains"]["rack1"]["restart"] is False and all_skipped["restarting"] == []
 
@@ -1031,7 +1032,7 @@ def test_trays_whose_write_was_skipped_restart_with_a_changed_domain_and_are_not
 def test_differing_node_lists_are_named_and_never_restarted():
     _model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]})
     writes = {"t1": wrote(nodes=True), "t2": wrote(checksum="aa" * 32), "t3": wrote(), }
-    assert refused(_plan.restart, plan, ["rack1"], writes, {}) == [
+    assert refused(run_plan.restart.restart, plan, ["rack1"], writes, {}) == [
         "domain rack1: trays hold different node lists (9f2c9f2c9f2c on t1, t3; aaaaaaaaaaaa on t2); the daemons "
         "would answer !M!. Nothing was restarted. Written before this refusal: node list on t1."]
 
@@ -1039,7 +1040,7 @@ def test_differing_node_lists_are_named_and_never_restarted():
 def test_a_pending_restart_without_a_write_restarts_the_domain_with_its_reason():
     _model, _options, plan = planned(reads={"a2": {"started": BEFORE - 60}})
     why = plan["domains"]["rackA"]["pending"]["a2"]
-    after = _plan.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
+    after = run_plan.restart.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
     domain = after["domains"]["rackA"]
     assert domain["restart"] is True and domain["restart_reasons"] == {"a2": "pending restart: " + why}
     assert after["restarting"] == ["rackA"] and after["prove_now"] == ["rackA", "rackB"]
@@ -1050,14 +1051,14 @@ def test_a_pending_restart_without_a_write_restarts_the_domain_with_its_reason()
 
 def test_a_written_file_wins_over_a_pending_restart_as_the_reason():
     _model, _options, plan = planned(reads={"a2": {"started": BEFORE - 60}})
-    after = _plan.restart(plan, ["rackA"], {"a1": wrote(), "a2": wrote(config=True)}, {})
+    after = run_plan.restart.restart(plan, ["rackA"], {"a1": wrote(), "a2": wrote(config=True)}, {})
     assert after["domains"]["rackA"]["restart_reasons"] == {"a2": "new config"}
 
 
 def test_a_change_on_a_domain_partly_in_the_run_is_refused_naming_the_trays_left_out():
     model = model_of({"rack1": ["t1", "t2", "t3"]}, order={"t3": 0, "t1": 1, "t2": 2})
     _model, _options, plan = planned(model=model, play_hosts=["t1", "t2"])
-    problems = refused(_plan.restart, plan, ["rack1"], {"t1": wrote(), "t2": wrote(nodes=True, config=True)}, {})
+    problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": wrote(), "t2": wrote(nodes=True, config=True)}, {})
     assert problems == [
         "tray t2 needs a new config and node list, which takes a restart of every tray of its domain together, but "
         "this run leaves out t3. Nothing was written. Run against the whole domain (drop --limit, or do not slice "
@@ -1067,7 +1068,7 @@ def test_a_change_on_a_domain_partly_in_the_run_is_refused_naming_the_trays_left
 def test_a_pending_restart_on_a_domain_partly_in_the_run_is_refused_naming_the_trays_left_out():
     model = model_of({"rack1": ["t1", "t2", "t3"]})
     _model, _options, plan = planned(model=model, play_hosts=["t1", "t2"], reads={"t1": {"started": BEFORE - 60}})
-    problems = refused(_plan.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, {})
+    problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, {})
     assert len(problems) == 1
     assert problems[0].startswith("tray t1 needs a restart (pending restart: daemon started at 2025-11-25T12:59:00Z")
     assert problems[0].endswith("which takes a restart of every tray of its domain together, but this run leaves "
@@ -1079,7 +1080,7 @@ def test_an_unchanged_domain_partly_in_the_run_passes_and_starts_what_is_not_rea
     model = model_of({"rack1": ["t1", "t2", "t3"]})
     _model, _options, plan = planned(model=model, play_hosts=["t1", "t2"])
     statuses = {"rack1": status_of(plan, "rack1", not_ready=["t2", "t3"])}
-    after = _plan.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, statuses)
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, statuses)
     assert after["domains"]["rack1"]["restart"] is False and after["domains"]["rack1"]["start"] == ["t2"]
     assert (after["trays"]["t1"]["start"], after["trays"]["t2"]["start"]) == (False, True)
 
@@ -1089,7 +1090,7 @@ def test_a_busy_domain_with_a_change_is_refused_naming_the_work_and_what_was_hel
         "t2": {"compute_apps": [{"pid": 4242, "name": "python3"}, {"pid": 4243, "name": "nccl"}]},
         "t3": {"slurm": {"installed": True, "node": "gpu-t3", "state": "MIXED", "error": None}}})
     assert plan["domains"]["rack1"]["predicted"] is True
-    problems = refused(_plan.restart, plan, ["rack1"], {"t1": wrote(config=True), "t2": wrote(config=True),
+    problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": wrote(config=True), "t2": wrote(config=True),
                                                         "t3": wrote()}, {})
     assert problems == [
         "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3, pid 4243 nccl; t3: Slurm node gpu-t3 "
@@ -1102,7 +1103,7 @@ def test_a_busy_domain_with_a_change_is_refused_naming_the_work_and_what_was_hel
 def test_a_busy_domain_with_a_pending_restart_is_refused_naming_the_old_daemons():
     _model, _options, plan = planned(reads={"a1": {"started": BEFORE - 60},
                                             "a2": {"compute_apps": [{"pid": 7, "name": "a.out"}]}})
-    problems = refused(_plan.restart, plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
+    problems = refused(run_plan.restart.restart, plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
     assert problems == [
         "domain rackA is not restarted: work runs on it (a2: pid 7 a.out). A restart makes every IMEX daemon of the "
         "domain a new instance and cuts the memory its jobs share. Its daemons on a1 do not run what is on disk "
@@ -1117,25 +1118,25 @@ def test_an_idle_domain_restarts():
             "t3": {"slurm": {"installed": False, "node": "t3", "state": None, "error": None}, "slurm_state": None}}
     _model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]}, reads=idle)
     assert plan["domains"]["rack1"]["busy"] == [] and plan["domains"]["rack1"]["predicted"] is False
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(config=True), "t2": wrote(), "t3": wrote()}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(config=True), "t2": wrote(), "t3": wrote()}, {})
     assert after["restarting"] == ["rack1"]
 
 
 def test_a_busy_domain_without_a_change_passes_and_allow_busy_restarts_anyway():
     busy = {"a2": {"compute_apps": [{"pid": 7, "name": "a.out"}]}}
     _model, _options, plan = planned(reads=busy)
-    after = _plan.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
+    after = run_plan.restart.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
     assert after["domains"]["rackA"]["restart"] is False and after["domains"]["rackA"]["proven_before_restart"]
     _model, _options, allowed = planned(reads=busy, every={"imex_allow_busy_restart": True})
     assert allowed["domains"]["rackA"]["busy"] == [] and allowed["domains"]["rackA"]["predicted"] is False
-    after = _plan.restart(allowed, ["rackA"], {"a1": wrote(config=True), "a2": wrote()}, {})
+    after = run_plan.restart.restart(allowed, ["rackA"], {"a1": wrote(config=True), "a2": wrote()}, {})
     assert after["domains"]["rackA"]["restart"] is True
 
 
 def test_trays_not_ready_in_an_unchanged_domain_only_start():
     _model, _options, plan = planned()
     statuses = {"rackA": status_of(plan, "rackA", not_ready=["a2"]), "rackB": status_of(plan, "rackB")}
-    after = _plan.restart(plan, ["rackA", "rackB"], {tray: SKIPPED for tray in plan["trays"]}, statuses)
+    after = run_plan.restart.restart(plan, ["rackA", "rackB"], {tray: SKIPPED for tray in plan["trays"]}, statuses)
     domain = after["domains"]["rackA"]
     assert (domain["restart"], domain["start"], domain["proven_before_restart"]) == (False, ["a2"], False)
     assert [(after["trays"][tray]["restart"], after["trays"][tray]["start"]) for tray in ("a1", "a2")] == [
@@ -1146,7 +1147,7 @@ def test_trays_not_ready_in_an_unchanged_domain_only_start():
 def test_a_status_that_could_not_be_read_starts_every_tray_of_the_domain():
     _model, _options, plan = planned()
     for status in ({"failed": True, "msg": "nvidia-imex-ctl -N failed"}, None):
-        after = _plan.restart(plan, ["rackA"], {}, {"rackA": status} if status else {})
+        after = run_plan.restart.restart(plan, ["rackA"], {}, {"rackA": status} if status else {})
         assert after["domains"]["rackA"]["start"] == ["a1", "a2"]
         assert after["domains"]["rackA"]["proven_before_restart"] is False and after["prove_now"] == ["rackA", "rackB"]
 
@@ -1154,7 +1155,7 @@ def test_a_status_that_could_not_be_read_starts_every_tray_of_the_domain():
 def test_a_ready_but_unhealthy_domain_is_proven_again():
     _model, _options, plan = planned()
     statuses = {"rackA": status_of(plan, "rackA", healthy=False, broken_pairs=[{"from_index": 0, "to_index": 1}])}
-    after = _plan.restart(plan, ["rackA"], {}, statuses)
+    after = run_plan.restart.restart(plan, ["rackA"], {}, statuses)
     assert after["domains"]["rackA"]["start"] == [] and after["domains"]["rackA"]["proven_before_restart"] is False
     assert after["prove_now"] == ["rackA", "rackB"]
 
@@ -1162,7 +1163,7 @@ def test_a_ready_but_unhealthy_domain_is_proven_again():
 def test_the_dra_domains_of_a_wave_are_neither_restarted_nor_started():
     _model, _options, plan = planned(by_tray={"b1": DRA, "b2": DRA}, reads={"b1": {"active": False},
                                                                             "b2": {"active": False}})
-    after = _plan.restart(plan, ["rackB"], {"b1": wrote(config=True), "b2": wrote(checksum="x")}, {})
+    after = run_plan.restart.restart(plan, ["rackB"], {"b1": wrote(config=True), "b2": wrote(checksum="x")}, {})
     assert "restart" not in after["domains"]["rackB"] and after["restarting"] == []
     assert [(after["trays"][tray]["restart"], after["trays"][tray]["start"]) for tray in ("b1", "b2")] == [
         (False, False), (False, False)]
@@ -1172,14 +1173,14 @@ def test_every_domain_of_a_wave_is_refused_at_once():
     model = model_of({"rack1": ["t1", "t2"], "rack2": ["u1", "u2", "u3"]})
     _model, _options, plan = planned(model=model, every={"imex_rolling": False}, play_hosts=["t1", "t2", "u1"])
     writes = {"t1": wrote(nodes=True), "t2": wrote(checksum="bb" * 32), "u1": wrote(config=True)}
-    problems = refused(_plan.restart, plan, ["rack1", "rack2"], writes, {})
+    problems = refused(run_plan.restart.restart, plan, ["rack1", "rack2"], writes, {})
     assert [problem.split(" ")[:2] for problem in problems] == [["domain", "rack1:"], ["tray", "u1"]]
 
 
 def test_the_plan_given_to_restart_is_not_changed():
     _model, _options, plan = planned()
     kept = repr(plan)
-    _plan.restart(plan, ["rackA"], {"a1": wrote(config=True)}, {})
+    run_plan.restart.restart(plan, ["rackA"], {"a1": wrote(config=True)}, {})
     assert repr(plan) == kept
 
 
@@ -1227,35 +1228,35 @@ def slurm(state=None, error=None, installed=True, node="gpu-a07"):
     ({}, []), (None, []),
 ])
 def test_busy_reasons(read, work):
-    assert _plan.busy_reasons("t1", read, SERVICE) == work
+    assert run_plan.busy_reasons("t1", read, SERVICE) == work
 
 
 def test_the_busy_guard_names_each_busy_tray_while_a_daemon_runs():
     trays = ["t1", "t2", "t3"]
     reads = {"t1": activity(), "t2": activity(apps=[(7, "a.out")]),
              "t3": activity(active=False, slurm=slurm("ALLOCATED", node="gpu-t3"))}
-    assert _plan.busy_guard(trays, reads, SERVICE) == ["t2: pid 7 a.out", "t3: Slurm node gpu-t3 state ALLOCATED"]
-    assert _plan.busy_guard(trays, reads, SERVICE, allow_busy=True) == []
+    assert run_plan.busy_guard(trays, reads, SERVICE) == ["t2: pid 7 a.out", "t3: Slurm node gpu-t3 state ALLOCATED"]
+    assert run_plan.busy_guard(trays, reads, SERVICE, allow_busy=True) == []
 
 
 def test_a_domain_whose_daemons_are_all_stopped_is_never_busy():
     reads = {"t1": activity(active=False, apps=[(7, "a.out")]), "t2": activity(active=False, apps=None),
              "t3": {"skipped": True}}
-    assert _plan.busy_guard(["t1", "t2", "t3"], reads, SERVICE) == []
-    assert _plan.busy_guard(["t1", "t2"], {}, SERVICE) == []
+    assert run_plan.busy_guard(["t1", "t2", "t3"], reads, SERVICE) == []
+    assert run_plan.busy_guard(["t1", "t2"], {}, SERVICE) == []
 
 
 def restarting_plan(reads=None, **kwargs):
     """rackA restarts (a new config on a1); rackB does not."""
     _model, _options, plan = planned(reads=reads, **kwargs)
-    return _plan.restart(plan, ["rackA", "rackB"], {"a1": wrote(config=True), "a2": wrote(), "b1": SKIPPED,
+    return run_plan.restart.restart(plan, ["rackA", "rackB"], {"a1": wrote(config=True), "a2": wrote(), "b1": SKIPPED,
                                                     "b2": SKIPPED}, all_ready(plan, ["rackA", "rackB"]))
 
 
 def test_the_guard_refuses_a_restarting_domain_that_became_busy():
     plan = restarting_plan()
     reads = {"a1": activity(), "a2": activity(slurm=slurm("ALLOCATED", node="gpu-a2"))}
-    assert refused(_plan.guard, plan, ["rackA", "rackB"], reads) == [
+    assert refused(run_plan.guard.guard, plan, ["rackA", "rackB"], reads) == [
         "domain rackA is not restarted: work runs on it (a2: Slurm node gpu-a2 state ALLOCATED), as read just before "
         "its daemons would stop. A restart makes every IMEX daemon of the domain a new instance and cuts the memory "
         "its jobs share. It was to restart for a1: new config. Written before this refusal: config on a1. The next "
@@ -1265,22 +1266,22 @@ def test_the_guard_refuses_a_restarting_domain_that_became_busy():
 def test_the_guard_checks_only_the_domains_that_restart():
     plan = restarting_plan()
     busy = {tray: activity(apps=[(7, "a.out")]) for tray in ("b1", "b2")}
-    assert _plan.guard(plan, ["rackA", "rackB"], dict(busy, a1=activity(), a2=activity())) == plan
-    assert _plan.guard(plan, ["rackB"], busy) == plan
+    assert run_plan.guard.guard(plan, ["rackA", "rackB"], dict(busy, a1=activity(), a2=activity())) == plan
+    assert run_plan.guard.guard(plan, ["rackB"], busy) == plan
 
 
 def test_the_guard_lets_a_restart_under_work_through_when_allowed_or_when_every_daemon_is_stopped():
     allowed = restarting_plan(every={"imex_allow_busy_restart": True})
     busy = {"a1": activity(apps=[(7, "a.out")]), "a2": activity(apps=None)}
-    assert _plan.guard(allowed, ["rackA"], busy) == allowed
+    assert run_plan.guard.guard(allowed, ["rackA"], busy) == allowed
     plan = restarting_plan()
     stopped = {"a1": activity(active=False, apps=[(7, "a.out")]), "a2": activity(active=False, apps=None)}
-    assert _plan.guard(plan, ["rackA"], stopped) == plan
+    assert run_plan.guard.guard(plan, ["rackA"], stopped) == plan
 
 
 def test_unreadable_work_on_a_restarting_domain_counts_as_work():
     plan = restarting_plan()
-    problems = refused(_plan.guard, plan, ["rackA"], {"a1": activity(apps=None), "a2": activity(
+    problems = refused(run_plan.guard.guard, plan, ["rackA"], {"a1": activity(apps=None), "a2": activity(
         slurm=slurm(error="scontrol show node gpu-a07 did not finish within 10 s and was stopped"))})
     assert "work runs on it (a1: GPU processes could not be read; a2: Slurm state of node gpu-a07 could not be read " \
            "(scontrol show node gpu-a07 did not finish within 10 s and was stopped))" in problems[0]
@@ -1290,7 +1291,7 @@ def test_unreadable_work_on_a_restarting_domain_counts_as_work():
 
 def judge(plan, model, statuses, domains=None, **kwargs):
     domains = list(plan["judge_now"]) if domains is None else domains
-    return _plan.verdicts(plan, model, domains, statuses, list(plan["trays"]), **kwargs)
+    return run_plan.verdicts.verdicts(plan, model, domains, statuses, list(plan["trays"]), **kwargs)
 
 
 def test_a_healthy_domain():
@@ -1353,7 +1354,7 @@ def test_a_pending_restart_on_an_unhealthy_or_unread_domain_keeps_its_verdict_an
 
 def test_a_domain_restarted_for_its_pending_restart_is_judged_on_its_new_daemons():
     model, _options, plan = planned(reads={"a2": {"started": BEFORE - 60}})
-    plan = _plan.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
+    plan = run_plan.restart.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
     pending = {name: plan["domains"][name].get("pending") or {} for name in ["rackA"]}
     (report,) = judge(plan, model, {"rackA": status_of(plan, "rackA")}, ["rackA"], pending=pending)
     assert report["verdict"] == "healthy"
@@ -1363,8 +1364,8 @@ def test_the_daemon_logs_of_a_failed_proof_are_named_and_joined():
     model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]})
     statuses = {"rack1": status_of(plan, "rack1", not_ready=["t2", "t3"])}
     first = judge(plan, model, statuses)
-    assert _plan.explain(first, model, list(plan["trays"])) == ["t2", "t3"]
-    assert _plan.explain(first, model, ["t1", "t2"]) == ["t2"]  # a tray outside the play is not read
+    assert run_plan.verdicts.explain(first, model, list(plan["trays"])) == ["t2", "t3"]
+    assert run_plan.verdicts.explain(first, model, ["t1", "t2"]) == ["t2"]  # a tray outside the play is not read
     logs = {"t2": {"source": "file", "path": "/var/log/nvidia-imex.log", "truncated": False,
                    "lines": ["[ERROR] No matching network interface found"]},
             "t3": {"error": "no such file"}, "elsewhere": {"lines": ["not of this domain"]}}
@@ -1390,7 +1391,7 @@ def test_a_refused_daemon_log_file_is_said_beside_the_journal_lines():
 def test_a_healthy_proof_reads_no_log_and_an_unread_status_asks_the_leader():
     model, _options, plan = planned()
     reports = judge(plan, model, {"rackA": status_of(plan, "rackA")})
-    assert _plan.explain(reports, model, list(plan["trays"])) == ["b1"]
+    assert run_plan.verdicts.explain(reports, model, list(plan["trays"])) == ["b1"]
     assert "daemon_logs" not in judge(plan, model, {"rackA": status_of(plan, "rackA")}, ["rackA"],
                                       logs={"b1": {"lines": ["x"]}})[0]
 
@@ -1398,16 +1399,16 @@ def test_a_healthy_proof_reads_no_log_and_an_unread_status_asks_the_leader():
 def test_judged_keeps_the_verdicts_of_every_wave_for_the_summary():
     model, _options, plan = planned(domains={"r1": ["a1"], "r2": ["b1"], "r3": ["c1"]})
     statuses = {name: status_of(plan, name) for name in ("r1", "r2", "r3")}
-    first = _plan.judged(plan, judge(plan, model, statuses, ["r1"]))
+    first = run_plan.verdicts.judged(plan, judge(plan, model, statuses, ["r1"]))
     assert first["proven"] is True and first["outcome"] == "domain r1: UP, 1 nodes READY, every pair connected"
-    second = _plan.judged(first, judge(first, model, statuses, ["r2", "r3"]))
+    second = run_plan.verdicts.judged(first, judge(first, model, statuses, ["r2", "r3"]))
     assert [report["domain"] for report in second["verdicts"]] == ["r2", "r3"]
     assert [report["domain"] for report in second["run_verdicts"]] == ["r1", "r2", "r3"]
     assert second["outcome"] == ("domain r2: UP, 1 nodes READY, every pair connected\n"
                                  "domain r3: UP, 1 nodes READY, every pair connected")
     # The same domain judged again (the logs added to a failed proof) replaces its verdict.
     failed = dict(statuses, r3=status_of(plan, "r3", not_ready=["c1"]))
-    third = _plan.judged(second, judge(second, model, failed, ["r3"], logs={"c1": {"error": "gone"}}))
+    third = run_plan.verdicts.judged(second, judge(second, model, failed, ["r3"], logs={"c1": {"error": "gone"}}))
     assert [(report["domain"], report["verdict"]) for report in third["run_verdicts"]] == [
         ("r1", "healthy"), ("r2", "healthy"), ("r3", "unhealthy")]
     assert third["proven"] is False and third["outcome"] == third["verdicts"][0]["message"]
@@ -1419,7 +1420,7 @@ def test_judged_keeps_the_verdicts_of_every_wave_for_the_summary():
 def test_judged_outcome_lists_only_the_failed_domains():
     model, _options, plan = planned()
     reports = judge(plan, model, {"rackA": status_of(plan, "rackA"), "rackB": {"msg": "unreachable"}})
-    judged = _plan.judged(plan, reports)
+    judged = run_plan.verdicts.judged(plan, reports)
     assert judged["proven"] is False and judged["outcome"] == reports[1]["message"]
     assert judged["outcome"] == "domain rackB: UNKNOWN (unknown):\n  - status could not be read from tray b1: unreachable"
 
@@ -1433,20 +1434,20 @@ def test_a_run_of_two_waves_from_preflight_to_the_summary():
     # The package's own config.cfg already holds what the role's defaults set: only b2's edit is written.
     assert wanted_files(plan, "b2")[1] == STOCK
     edited = STOCK.replace("IMEX_CMD_PORT=50005", "IMEX_CMD_PORT=50006")
-    plan = _plan.after_read(plan, model, options, reads_of(plan, b2={"config": edited}))
+    plan = run_plan.read.after_read(plan, model, options, reads_of(plan, b2={"config": edited}))
     assert [tray for tray in plan["trays"] if plan["trays"][tray]["write"]] == ["b2"]
     # Wave 1: nothing to do, proven by the read before the restarts.
     earlier = all_ready(plan, ["rackA"])
-    plan = _plan.restart(plan, ["rackA"], {}, earlier)
+    plan = run_plan.restart.restart(plan, ["rackA"], {}, earlier)
     assert plan["prove_now"] == ["rackB"] and plan["judge_now"] == ["rackA", "rackB"]
-    plan = _plan.judged(plan, _plan.verdicts(plan, model, ["rackA"], earlier, list(plan["trays"])))
+    plan = run_plan.verdicts.judged(plan, run_plan.verdicts.verdicts(plan, model, ["rackA"], earlier, list(plan["trays"])))
     # Wave 2: b2's config written, the domain restarted together, proven.
-    plan = _plan.restart(plan, ["rackB"], {"b1": SKIPPED, "b2": {"node list": {"changed": False, "skipped": True},
+    plan = run_plan.restart.restart(plan, ["rackB"], {"b1": SKIPPED, "b2": {"node list": {"changed": False, "skipped": True},
                                                                  "config": {"changed": True}}},
                          {"rackB": status_of(plan, "rackB")})
     assert plan["restarting"] == ["rackB"] and plan["domains"]["rackB"]["restart_reasons"] == {"b2": "new config"}
-    plan = _plan.guard(plan, ["rackB"], {"b1": activity(), "b2": activity(slurm=slurm("IDLE"))})
-    plan = _plan.judged(plan, _plan.verdicts(plan, model, ["rackB"], {"rackB": status_of(plan, "rackB")},
+    plan = run_plan.guard.guard(plan, ["rackB"], {"b1": activity(), "b2": activity(slurm=slurm("IDLE"))})
+    plan = run_plan.verdicts.judged(plan, run_plan.verdicts.verdicts(plan, model, ["rackB"], {"rackB": status_of(plan, "rackB")},
                                              list(plan["trays"])))
     assert plan["proven"] is True and [report["verdict"] for report in plan["run_verdicts"]] == ["healthy"] * 2
 
@@ -1479,7 +1480,7 @@ def test_the_report_of_a_domain_with_a_tray_away_names_it():
     options = options_of(model, every={"imex_trays_out_of_service": ["t3"]})
     plan = preflight(model, options)
     degraded = status_of(plan, "rack1", healthy=True, domain_state="DEGRADED")
-    [report] = _plan.verdicts(plan, model, ["rack1"], {"rack1": degraded}, ["t1", "t2"])
+    [report] = run_plan.verdicts.verdicts(plan, model, ["rack1"], {"rack1": degraded}, ["t1", "t2"])
     assert report["ok"] and report["out_of_service"] == ["t3"]
     assert report["message"] == ("domain rack1: DEGRADED, every tray in service READY and connected; "
                                  "out of service: t3")
@@ -1488,7 +1489,7 @@ def test_the_report_of_a_domain_with_a_tray_away_names_it():
 def test_a_stopped_tray_with_new_files_joins_its_running_domain_without_a_restart():
     _model, _options, plan = planned({"rack1": ["t1", "t2", "t3"]}, reads={"t3": {"active": False}})
     writes = {"t1": SKIPPED, "t2": SKIPPED, "t3": wrote(nodes=True, config=True)}
-    found = _plan.restart(plan, ["rack1"], writes, {"rack1": status_of(plan, "rack1", not_ready=["t3"])})
+    found = run_plan.restart.restart(plan, ["rack1"], writes, {"rack1": status_of(plan, "rack1", not_ready=["t3"])})
     domain = found["domains"]["rack1"]
     assert domain["restart"] is False and domain["start"] == ["t3"] and found["restarting"] == []
     assert [found["trays"][tray]["start"] for tray in ("t1", "t2", "t3")] == [False, False, True]
@@ -1497,7 +1498,7 @@ def test_a_stopped_tray_with_new_files_joins_its_running_domain_without_a_restar
 def test_a_running_tray_with_new_files_still_restarts_the_domain_and_the_stopped_ones_with_it():
     _model, _options, plan = planned({"rack1": ["t1", "t2", "t3"]}, reads={"t3": {"active": False}})
     writes = {"t1": wrote(config=True), "t2": SKIPPED, "t3": wrote(config=True)}
-    found = _plan.restart(plan, ["rack1"], writes, all_ready(plan, ["rack1"]))
+    found = run_plan.restart.restart(plan, ["rack1"], writes, all_ready(plan, ["rack1"]))
     assert found["domains"]["rack1"]["restart"] is True
     assert found["domains"]["rack1"]["restart_reasons"] == {"t1": "new config", "t3": "new config"}
 
@@ -1506,7 +1507,7 @@ def test_a_stopped_tray_of_a_busy_domain_does_not_start_on_files_that_were_not_w
     _model, _options, plan = planned({"rack1": ["t1", "t2"]},
                                      reads={"t1": {"compute_apps": [{"pid": 7, "name": "a.out"}]},
                                             "t2": {"active": False}})
-    problems = refused(_plan.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": wrote(config=True)},
+    problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": wrote(config=True)},
                        all_ready(plan, ["rack1"]))
     assert problems[0].startswith("domain rack1 is not restarted: work runs on it (t1: pid 7 a.out)")
 

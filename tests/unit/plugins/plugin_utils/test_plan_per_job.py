@@ -11,8 +11,7 @@ import os
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
-from ansible_collections.rackscale.imex.plugins.plugin_utils._channels import channel_entries
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.tests.unit.roles.test_slurm_job_script import job_script
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     BEFORE,
@@ -76,7 +75,7 @@ def installed_map(plan, tray):
     """The map the plan writes on ``tray`` when every tray's Slurm name is its inventory name."""
     domain = plan["domains"][plan["trays"][tray]["domain"]]
     options = options_of(model_of(RACK), PER_JOB)[tray]
-    return _plan.slurm_job_map(plan["trays"][tray]["domain"], list(zip(domain["trays"], domain["addresses"])), tray,
+    return run_plan.slurm_job_map(plan["trays"][tray]["domain"], list(zip(domain["trays"], domain["addresses"])), tray,
                                options)
 
 
@@ -88,7 +87,7 @@ def per_job_plan(domains=None, every=None, reads=None, converge=True, check_mode
         options = {tray: options[tray] for tray in play_hosts}
     plan = preflight(model, options, check_mode=check_mode)
     found = {tray: per_job_read(plan, tray, **(reads or {}).get(tray, {})) for tray in plan["trays"]}
-    return model, plan, _plan.after_read(plan, model, options, found, converge=converge, script_sha256=SCRIPT_SHA,
+    return model, plan, run_plan.read.after_read(plan, model, options, found, converge=converge, script_sha256=SCRIPT_SHA,
                                          slurm_names=slurm_names or {})
 
 
@@ -105,12 +104,12 @@ def test_the_per_job_plan_reads_the_installation_and_no_node_list():
 
 def test_the_program_reads_its_map_where_the_plan_writes_it_with_the_bounds_it_knows():
     script = job_script
-    assert script.MAP_PATH == _plan.SLURM_JOB_MAP
-    assert set(_plan.SLURM_JOB_BOUNDS) <= set(script.DEFAULTS)
+    assert script.MAP_PATH == run_plan.SLURM_JOB_MAP
+    assert set(run_plan.SLURM_JOB_BOUNDS) <= set(script.DEFAULTS)
 
 
 def test_in_the_per_job_mode_the_channels_are_slurms():
-    entries = channel_entries("slurm_per_job", False, [])
+    entries = run_plan.modes.of("slurm_per_job").channel_entries(False, [])
     assert entries == [{"channel": 0, "state": "absent", "persistent": True, "immediate": False}]
     model = model_of(RACK)
     problems = refused(preflight, model, options_of(model, dict(PER_JOB, imex_channel0=True)))
@@ -145,7 +144,7 @@ def test_a_fresh_tray_gets_the_map_the_program_and_config_and_its_service_releas
                               {"name": "a3", "address": "198.18.1.13"}]
     assert (found["this_node"], found["domain"], found["service"], found["nodes_config_path"],
             found["config_path"]) == ("a2", "rackA", SERVICE, RUN_LIST, CONFIG_PATH)
-    assert found["total_timeout_s"] == _plan.SLURM_JOB_BOUNDS["total_timeout_s"]
+    assert found["total_timeout_s"] == run_plan.SLURM_JOB_BOUNDS["total_timeout_s"]
     # No daemon between jobs: nothing to prove by a status read, the installation is judged.
     assert plan["prove_now"] == [] and plan["judge_now"] == ["rackA"]
     assert plan["trays"]["a2"]["per_job_problems"] == []
@@ -180,7 +179,7 @@ def test_slurm_names_come_from_the_option_then_the_read_then_the_inventory():
         slurm_names={"a3": "gpu-003"})
     nodes = json.loads(plan["trays"]["a2"]["slurm_map"])["nodes"]
     assert [node["name"] for node in nodes] == ["gpu-001", "host-a2", "gpu-003"]
-    assert _plan.slurm_node_names(["x1.example.net"], {}, {}, {}) == {"x1.example.net": "x1"}
+    assert run_plan.slurm_node_names(["x1.example.net"], {}, {}, {}) == {"x1.example.net": "x1"}
 
 
 def test_two_trays_with_one_slurm_name_are_refused():
@@ -189,7 +188,7 @@ def test_two_trays_with_one_slurm_name_are_refused():
     plan = preflight(model, options)
     reads = {tray: per_job_read(plan, tray, node="gpu") for tray in plan["trays"]}
     reads["a1"]["slurm"]["node"] = "gpu-1"
-    problems = refused(_plan.after_read, plan, model, options, reads, script_sha256=SCRIPT_SHA)
+    problems = refused(run_plan.read.after_read, plan, model, options, reads, script_sha256=SCRIPT_SHA)
     assert problems == ["domain rackA: trays a2, a3 share the Slurm node name gpu; the per-job map needs one name per "
                         "tray (set imex_slurm_node_name)"]
 
@@ -202,7 +201,7 @@ def test_work_on_one_tray_holds_back_the_whole_domains_writes_and_says_so():
     model, _before, plan = per_job_plan(reads=reads)
     assert plan["domains"]["rackA"]["busy"] == ["a3: Slurm node a3 state MIXED"]
     assert all(plan["trays"][tray]["predicted"] for tray in RACK["rackA"])
-    (report,) = _plan.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
+    (report,) = run_plan.verdicts.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
     assert report["ok"] is False and report["verdict"] == "unhealthy"
     held = "the per-job map %s, the prolog %s, the epilog %s, config.cfg %s" % (MAP, PROLOG, EPILOG, CONFIG_PATH)
     assert report["problems"][0] == (
@@ -227,18 +226,18 @@ def test_gpu_processes_count_as_work_and_imex_allow_busy_restart_overrides():
 def test_validate_judges_the_installation_without_a_running_daemon():
     model, _before, plan = per_job_plan(converge=False)
     assert plan["prove_now"] == [] and plan["judge_now"] == ["rackA"]
-    (report,) = _plan.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
+    (report,) = run_plan.verdicts.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
     assert report["ok"] and report["verdict"] == "healthy" and report["per_job"]
     assert report["message"].startswith("domain rackA: per-job IMEX installed on 3 tray(s)")
     # nothing of a daemon to explain
-    assert _plan.explain([dict(report, ok=False)], model, RACK["rackA"]) == []
+    assert run_plan.verdicts.explain([dict(report, ok=False)], model, RACK["rackA"]) == []
 
 
 def test_validate_names_every_difference_of_the_installation():
     reads = {"a1": {"map_text": "{}\n"}, "a2": {"script": b"#!/bin/sh\n", "enabled": "masked"},
              "a3": {"enabled": "enabled", "channel_major": None}}
     model, _before, plan = per_job_plan(converge=False, reads=reads)
-    (report,) = _plan.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
+    (report,) = run_plan.verdicts.verdicts(plan, model, ["rackA"], {}, RACK["rackA"])
     assert report["ok"] is False
     assert report["problems"] == [
         "tray a1: the per-job map %s is missing or differs from what site.yml installs (content, root-owned, mode "
@@ -261,14 +260,14 @@ def test_a_prolog_with_the_wrong_mode_or_owner_is_rewritten():
     read = per_job_read(before, "a1")
     read["files"][PROLOG]["mode"] = "0644"
     read["files"][EPILOG]["uid"] = 1000
-    assert _plan.per_job_drift(read, before["trays"]["a1"]["slurm_job_paths"], installed_map(before, "a1"),
+    assert run_plan.per_job_drift(read, before["trays"]["a1"]["slurm_job_paths"], installed_map(before, "a1"),
                                SCRIPT_SHA) == ["prolog", "epilog"]
 
 
 def test_per_job_domains_take_no_restart_whatever_their_writes():
     _model, _before, plan = per_job_plan(reads={"a1": {"installed": False}})
     writes = {tray: {"node list": {}, "config": {"changed": True}, "TLS material": {}} for tray in RACK["rackA"]}
-    after = _plan.restart(plan, ["rackA"], writes, {})
+    after = run_plan.restart.restart(plan, ["rackA"], writes, {})
     assert after["restarting"] == []
     assert all(not after["trays"][tray]["restart"] and not after["trays"][tray]["start"] for tray in RACK["rackA"])
 
@@ -292,7 +291,7 @@ def test_the_prolog_directory_never_holds_or_lies_in_a_path_of_the_daemon(prolog
                "imex_config_path": "/etc/nvidia-imex/config.cfg", "imex_tls_dir": "/etc/nvidia-imex/tls",
                "imex_nodes_config_path": "/run/nvidia-imex/prolog.d/nodes.cfg" if prolog_dir.startswith("/run")
                else "/run/nvidia-imex/nodes.cfg"}
-    problems = _plan.per_job_option_problems(options)
+    problems = run_plan.per_job_option_problems(options)
     assert len(problems) == len(expected), problems
     for problem, start in zip(problems, expected):
         assert problem.startswith(start), problem

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     BEFORE,
     DRIVER,
@@ -53,14 +53,14 @@ def test_no_release_restart_without_two_known_releases_that_differ(read):
 
 def test_release_restart_needs_a_running_daemon():
     read = dict(running(OLD), imex_version=DRIVER, services={SERVICE: "failed"}, services_started={SERVICE: None})
-    assert _plan.release_restart("a2", read, SERVICE) is None
+    assert run_plan.release_restart("a2", read, SERVICE) is None
     read.update(services={SERVICE: "active"}, services_started={SERVICE: BEFORE})
-    assert _plan.release_restart("a2", read, SERVICE) == "the daemon on a2 runs IMEX 580.105.08, but 580.95.09 is installed"
+    assert run_plan.release_restart("a2", read, SERVICE) == "the daemon on a2 runs IMEX 580.105.08, but 580.95.09 is installed"
 
 
 def test_the_domain_of_a_daemon_on_another_release_restarts_whole_with_the_reason():
     _model, _options, plan = planned(reads={"a2": running(OLD)})
-    after = _plan.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
+    after = run_plan.restart.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
     domain = after["domains"]["rackA"]
     assert domain["restart"] is True and after["restarting"] == ["rackA"]
     assert domain["restart_reasons"] == {"a2": "pending restart: the daemon on a2 runs IMEX 580.105.08, but 580.95.09 "
@@ -82,7 +82,7 @@ def test_files_newer_than_the_daemon_and_another_release_are_both_named():
 
 def test_a_busy_domain_on_another_release_is_refused_naming_the_release():
     _model, _options, plan = planned(reads={"a1": BUSY, "a2": running(OLD)})
-    (problem,) = refused(_plan.restart, plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
+    (problem,) = refused(run_plan.restart.restart, plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, {})
     assert problem.startswith("domain rackA is not restarted: work runs on it (a1: pid 4242 python3).")
     assert ("Its daemons on a2 do not run what is on disk (the daemon on a2 runs IMEX 580.105.08, but 580.95.09 is "
             "installed).") in problem
@@ -91,7 +91,7 @@ def test_a_busy_domain_on_another_release_is_refused_naming_the_release():
 def test_a_domain_partly_in_the_run_is_refused_for_a_release_restart():
     _model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]}, play_hosts=["t1", "t2"],
                                      reads={"t2": running(OLD)})
-    (problem,) = refused(_plan.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, {})
+    (problem,) = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, {})
     assert problem.startswith("tray t2 needs a restart (pending restart: the daemon on t2 runs IMEX 580.105.08, but "
                               "580.95.09 is installed), which takes a restart of every tray of its domain together, "
                               "but this run leaves out t3.")
@@ -99,10 +99,10 @@ def test_a_domain_partly_in_the_run_is_refused_for_a_release_restart():
 
 def test_the_guard_at_the_last_moment_holds_a_release_restart_too():
     _model, _options, plan = planned(reads={"a2": running(OLD)})
-    after = _plan.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
+    after = run_plan.restart.restart(plan, ["rackA"], {"a1": SKIPPED, "a2": SKIPPED}, all_ready(plan, ["rackA"]))
     reads = {tray: read_of(after, tray) for tray in ("a1", "a2")}
     reads["a1"].update(BUSY)
-    (problem,) = refused(_plan.guard, after, ["rackA"], reads)
+    (problem,) = refused(run_plan.guard.guard, after, ["rackA"], reads)
     assert "a2: pending restart: the daemon on a2 runs IMEX 580.105.08, but 580.95.09 is installed" in problem
 
 

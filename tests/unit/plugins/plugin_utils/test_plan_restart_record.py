@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     CONFIG_PATH,
     NODES_PATH,
@@ -36,7 +36,7 @@ def after(reads=None, converge=True, domains=None):
     plan = preflight(model, options)
     found = {tray: read_of(plan, tray, **(reads or {}).get(tray, lambda _plan, _tray: {})(plan, tray))
              for tray in plan["trays"]}
-    return model, _plan.after_read(plan, model, options, found, converge=converge)
+    return model, run_plan.read.after_read(plan, model, options, found, converge=converge)
 
 
 def loaded_files(plan, tray, **replaced):
@@ -149,7 +149,7 @@ def test_absent_and_unreadable_files_under_a_record(loaded, on_disk, pending):
             "services_instance": {SERVICE: {"invocation_id": "1" * 32, "inactive_exit": STARTED,
                                              "loaded": {"invocation_id": "1" * 32, "files": {CONFIG_PATH: loaded}}}},
             "files": {CONFIG_PATH: on_disk}}
-    assert (_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is not None) is pending
+    assert (run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is not None) is pending
 
 
 def test_a_file_the_record_does_not_cover_is_judged_by_its_change_time():
@@ -158,7 +158,7 @@ def test_a_file_the_record_does_not_cover_is_judged_by_its_change_time():
             "services_instance": {SERVICE: {"invocation_id": "1" * 32, "inactive_exit": STARTED, "loaded": {
                 "invocation_id": "1" * 32, "files": {CONFIG_PATH: described("SERVER_PORT=1\n")["sha256"]}}}},
             "files": {CONFIG_PATH: described("SERVER_PORT=1\n", LATER), NODES_PATH: described("198.18.1.1\n", LATER)}}
-    assert _plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH]) == (
+    assert run_plan.pending_restart(read, SERVICE, [NODES_PATH, CONFIG_PATH]) == (
         "daemon started at 2025-11-25T14:00:00Z, before /etc/nvidia-imex/nodes_config.cfg was written at "
         "2025-11-25T14:10:00Z")
 
@@ -166,7 +166,7 @@ def test_a_file_the_record_does_not_cover_is_judged_by_its_change_time():
 def test_a_stopped_daemon_has_no_record_that_counts():
     read = {"services": {SERVICE: "inactive"}, "services_started": {SERVICE: None},
             "services_instance": {SERVICE: None}}
-    assert _plan.loaded_record(read, SERVICE) is None and _plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
+    assert run_plan.loaded_record(read, SERVICE) is None and run_plan.pending_restart(read, SERVICE, [CONFIG_PATH]) is None
 
 
 def test_tls_files_keep_their_reload_mark_rule_under_a_record():
@@ -176,6 +176,6 @@ def test_tls_files_keep_their_reload_mark_rule_under_a_record():
             "services_instance": {SERVICE: {"invocation_id": "1" * 32, "inactive_exit": STARTED,
                                              "loaded": {"invocation_id": "1" * 32, "files": {}}}},
             "stat_files": {tls: {"exists": True, "ctime": LATER}}}
-    assert _plan.pending_reload(read, SERVICE, [tls], "/etc/nvidia-imex/tls/reloaded") == (
+    assert run_plan.pending_reload(read, SERVICE, [tls], "/etc/nvidia-imex/tls/reloaded") == (
         "TLS credentials loaded at 2025-11-25T14:00:00Z, before /etc/nvidia-imex/tls/tray.crt was written at "
         "2025-11-25T14:10:00Z")

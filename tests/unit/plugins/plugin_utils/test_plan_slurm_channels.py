@@ -15,7 +15,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
     release,
 )
 from ansible_collections.rackscale.imex.plugins.modules import imex_slurm_probe
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     model_of,
     options_of,
@@ -68,7 +68,7 @@ def per_job(config=BED, count=None, every=None, by_tray_read=None, converge=True
     names = {tray: (by_tray_read or {}).get(tray, {}).get("node") or tray for tray in plan["trays"]}
     for tray in plan["trays"]:
         domain = plan["domains"][plan["trays"][tray]["domain"]]
-        installed = _plan.slurm_job_map(plan["trays"][tray]["domain"],
+        installed = run_plan.slurm_job_map(plan["trays"][tray]["domain"],
                                         [(names[member], address) for member, address
                                          in zip(domain["trays"], domain["addresses"])], names[tray], options[tray])
         extra = {"slurm_config": slurm_config(config), "channel_count": count, "map_text": installed}
@@ -78,7 +78,7 @@ def per_job(config=BED, count=None, every=None, by_tray_read=None, converge=True
 
 
 def after(model, options, plan, reads, converge=True):
-    return _plan.after_read(plan, model, options, reads, converge=converge, script_sha256=SCRIPT_SHA, slurm_names={})
+    return run_plan.read.after_read(plan, model, options, reads, converge=converge, script_sha256=SCRIPT_SHA, slurm_names={})
 
 
 def static(config, count=None, every=None):
@@ -290,7 +290,7 @@ def test_a_domain_that_is_not_idle_is_skipped_and_said_so(kwargs, why):
 def judged_with(probe, domains=None):
     model, plan = validated(domains=domains)
     name = plan["per_job_domains"][0]
-    return _plan.verdicts(plan, model, [name], {}, list(plan["trays"]), probes={name: probe})[0]
+    return run_plan.verdicts.verdicts(plan, model, [name], {}, list(plan["trays"]), probes={name: probe})[0]
 
 
 def test_a_healthy_probe_proves_the_domain_and_says_what_it_saw():
@@ -406,7 +406,7 @@ def test_an_unknown_slurmctld_release_refuses_only_what_no_release_accepts():
     ({"PrologEpilogTimeout": "600", "EpilogTimeout": "30"}, ["epilog"]),
 ])
 def test_a_slurm_limit_shorter_than_the_programs_own_bound_is_refused_naming_both(changes, refused_phases):
-    total = _plan.SLURM_JOB_BOUNDS["total_timeout_s"]
+    total = run_plan.SLURM_JOB_BOUNDS["total_timeout_s"]
     model, options, plan, reads = per_job(config=None)
     config = _with(BED, **changes)
     for tray in reads:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils import _plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._run_outputs import render_summary, render_textfile
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     BEFORE,
@@ -80,7 +80,7 @@ def test_tls_turned_on_a_config_change_or_a_stopped_daemon_cannot_reload():
 def test_tls_off_never_reloads():
     _model, _options, plan = planned(domains=RACK)
     assert plan["trays"]["t1"]["write_tls"] is False and plan["trays"]["t1"]["tls_reload_ok"] is False
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(), "t3": wrote()}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(), "t3": wrote()}, {})
     assert after["domains"]["rack1"]["restart"] is True and after["domains"]["rack1"]["reload"] == {}
 
 
@@ -88,7 +88,7 @@ def test_tls_off_never_reloads():
 
 def test_new_tls_files_alone_reload_the_tray_without_a_restart():
     _model, _options, plan = tls_planned()
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=False), "t3": wrote(tls=False)},
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=False), "t3": wrote(tls=False)},
                           all_ready(plan, ["rack1"]))
     domain = after["domains"]["rack1"]
     assert (domain["restart"], domain["reload"], domain["restart_reasons"]) == (False, {"t1": "new TLS material"}, {})
@@ -104,22 +104,22 @@ def test_new_tls_files_alone_reload_the_tray_without_a_restart():
 def test_a_renewal_under_work_is_reloaded_not_refused():
     _model, _options, plan = tls_planned(reads={"t2": BUSY})
     assert plan["domains"]["rack1"]["busy"] == ["t2: pid 4242 python3"]
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=True), "t3": wrote(tls=False)}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=True), "t3": wrote(tls=False)}, {})
     assert after["domains"]["rack1"]["reload"] == {"t1": "new TLS material", "t2": "new TLS material"}
     assert after["domains"]["rack1"]["restart"] is False
     # The guard only looks at restarting domains: a reload passes it under work.
-    assert _plan.guard(after, ["rack1"], {"t2": dict(BUSY, services={"nvidia-imex": "active"})}) == after
+    assert run_plan.guard.guard(after, ["rack1"], {"t2": dict(BUSY, services={"nvidia-imex": "active"})}) == after
 
 
 def test_a_renewal_on_part_of_a_domain_is_reloaded_not_refused():
     _model, _options, plan = tls_planned(play_hosts=["t1", "t2"])
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=False)}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=False)}, {})
     assert after["domains"]["rack1"]["reload"] == {"t1": "new TLS material"}
 
 
 def test_tls_files_with_a_config_change_restart_the_domain_and_reload_nothing():
     _model, _options, plan = tls_planned(reads={"t1": {"config": "IMEX_ENABLE_AUTH_ENCRYPTION=0\n"}})
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
                                             "t3": wrote()}, {})
     domain = after["domains"]["rack1"]
     # t2 could reload alone, but the domain restarts for t1's config, which loads t2's files too.
@@ -130,7 +130,7 @@ def test_tls_files_with_a_config_change_restart_the_domain_and_reload_nothing():
 
 def test_a_busy_domain_whose_config_changes_is_still_refused():
     _model, _options, plan = tls_planned(reads={"t1": {"config": "IMEX_ENABLE_AUTH_ENCRYPTION=0\n"}, "t2": BUSY})
-    problems = refused(_plan.restart, plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
+    problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
                                                         "t3": wrote()}, {})
     assert len(problems) == 1 and "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3)" in problems[0]
     # t1's writes ran as predictions; t2's TLS material alone was written for real (a reload needs no restart).
@@ -140,7 +140,7 @@ def test_a_busy_domain_whose_config_changes_is_still_refused():
 
 def test_a_tls_change_of_a_stopped_tray_joins_without_a_reload():
     _model, _options, plan = tls_planned(reads={"t3": {"active": False}})
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(), "t2": wrote(), "t3": wrote(tls=True)},
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(), "t2": wrote(), "t3": wrote(tls=True)},
                           all_ready(plan, ["rack1"]))
     assert after["domains"]["rack1"]["reload"] == {} and after["domains"]["rack1"]["restart"] is False
     assert after["trays"]["t3"]["start"] is True
@@ -151,24 +151,24 @@ def test_a_tls_change_of_a_stopped_tray_joins_without_a_reload():
 def test_tls_files_newer_than_the_start_and_the_last_reload_are_a_pending_reload():
     read = {"services": {"nvidia-imex": "active"}, "services_started": {"nvidia-imex": STARTED},
             "stat_files": stat_files(STARTED + 600)}
-    assert _plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK) == (
+    assert run_plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK) == (
         "TLS credentials loaded at 2025-11-25T14:00:00Z, before /etc/nvidia-imex/tls/ca.crt, "
         "/etc/nvidia-imex/tls/tray.crt, /etc/nvidia-imex/tls/tray.key were written at 2025-11-25T14:10:00Z")
     # Reloaded after they were written: in force.
     read["stat_files"] = stat_files(STARTED + 600, mark_ctime=STARTED + 601)
-    assert _plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK) is None
+    assert run_plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK) is None
     # A mark from before a later restart counts for nothing: the start is later.
     read["stat_files"] = stat_files(STARTED + 600, mark_ctime=STARTED - 100)
-    assert _plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK).startswith(
+    assert run_plan.pending_reload(read, "nvidia-imex", TLS_FILES, MARK).startswith(
         "TLS credentials loaded at 2025-11-25T14:00:00Z")
-    assert _plan.pending_reload({"services": {"nvidia-imex": "inactive"}}, "nvidia-imex", TLS_FILES, MARK) is None
+    assert run_plan.pending_reload({"services": {"nvidia-imex": "inactive"}}, "nvidia-imex", TLS_FILES, MARK) is None
 
 
 def test_a_pending_reload_is_reloaded_by_the_next_run_without_a_restart():
     _model, _options, plan = tls_planned(reads={"t2": {"stat_files": stat_files(STARTED + 600)}})
     domain = plan["domains"]["rack1"]
     assert domain["pending"] == {} and list(domain["pending_reload"]) == ["t2"]
-    after = _plan.restart(plan, ["rack1"], {tray: wrote(tls=False) for tray in RACK["rack1"]}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {tray: wrote(tls=False) for tray in RACK["rack1"]}, {})
     assert after["domains"]["rack1"]["restart"] is False
     assert after["domains"]["rack1"]["reload"] == {"t2": "pending reload: " + domain["pending_reload"]["t2"]}
     assert after["domains"]["rack1"]["pending_reload"] == {}
@@ -195,7 +195,7 @@ def test_a_pending_reload_makes_a_healthy_domain_stale_in_a_proof():
 
 def test_the_report_says_which_trays_reloaded_and_carries_each_certificates_expiry():
     model, _options, plan = tls_planned()
-    after = _plan.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(), "t3": wrote()}, {})
+    after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(), "t3": wrote()}, {})
     (report,) = judge(after, model, {"rack1": status_of(after, "rack1")})
     assert report["verdict"] == "healthy" and report["tls_reloaded"] == ["t1"]
     assert report["message"].endswith("; TLS credentials reloaded without a restart on t1")
@@ -252,7 +252,7 @@ def test_preflight_checks_no_certificate_where_tls_is_off_or_files_are_missing()
 
 
 def test_the_minimum_days_left_is_a_bounded_whole_number():
-    assert _plan.convert_option("imex_tls_min_days_left", "30") == (30, None)
+    assert run_plan.convert_option("imex_tls_min_days_left", "30") == (30, None)
     model = model_of(RACK)
     problems = refused(preflight, model, options_of(model, {"imex_tls_min_days_left": 5000}), tls_check_time=NOW)
     assert problems == ["domain rack1: imex_tls_min_days_left = 5000 is out of range 0..3650"]

@@ -1,7 +1,7 @@
 """Tests for the domain verdict and report (plugins/plugin_utils/_report.py)."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils._plan import verdicts
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.verdicts import verdicts
 from ansible_collections.rackscale.imex.plugins.plugin_utils._report import domain_report
 
 MODEL = {"domains": {"rack1": {

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""Stage read, after the one read of each tray: the NVLink fabric and version gate, Slurm's channel plugin,
+what to write on each tray (node list, config, TLS, the per-job installation), the channels to ensure,
+pending restarts and reloads (a daemon older than its files), the busy state seen at the start, and the
+probe jobs of validate.yml."""
+from __future__ import annotations
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
+from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.channels import channels_to_ensure
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon, modes, per_job
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import command_timeout
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead, registered
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.settings import tls_reload_mark
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.slurm_conf import slurm_channel_checks
+
+
+@registered
+def after_read(run, model, tray_options, reads, shared_partition=False, skip_fabric=False, converge=True,
+               script_sha256=None, slurm_names=None):
+    """The plan after each tray was read once; PlanError with the fabric and version gate's problems.
+
+    converge: the run may change the trays (site.yml); False for a read-only proof (validate.yml),
+    which refuses no hand-over and proves every domain, in check mode too.
+    script_sha256: the checksum of the per-job program the role ships; slurm_names: {tray: Slurm node
+    name} from the inventory, for the trays of a per-job domain that the run does not read.
+    """
+    notes = [] if shared_partition else None
+    gate = [] if skip_fabric else fabric_problems(model, reads, notes=notes)
+    gate += version_problems(model, reads)
+    if gate:
+        raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
+    run.notes = notes or []
+    slurm_problems, run.warnings = slurm_channel_checks(run, tray_options, reads)
+    if slurm_problems:
+        raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "
+                         "was changed:"] + slurm_problems)
+    handover = []
+    # Trays whose running daemon has no record of what it loaded: judged by change times (said once).
+    unrecorded = []
+    for name, domain in run.domains.items():
+        mode = modes.of(domain.mode)
+        service = domain.service
+        in_run = {tray: TrayRead.of(reads.get(tray)) for tray in domain.trays_in_run}
+        busy = mode.busy(domain.trays_in_run, in_run, service, domain.allow_busy)
+        domain.busy = busy
+        domain.predicted = run.check_mode or domain.partial or bool(busy)
+        names = None
+        if mode.per_job:
+            names = per_job.slurm_node_names(domain.trays, tray_options, reads, slurm_names)
+            shared = {}
+            for tray in domain.trays:
+                shared.setdefault(names[tray], []).append(tray)
+            handover.extend("domain %s: trays %s share the Slurm node name %s; the per-job map needs one name per "
+                            "tray (set imex_slurm_node_name)" % (name, ", ".join(trays), node)
+                            for node, trays in sorted(shared.items()) if len(trays) > 1)
+        pending, pending_reloads, pending_releases = {}, {}, {}
+        for tray in domain.trays_in_run:
+            options = tray_options[tray]
+            read = in_run[tray]
+            entry = run.trays[tray]
+            drift = daemon_drift(read.raw, domain.addresses, options["imex_nodes_config_path"], entry.settings,
+                                 options["imex_config_path"], options["imex_max_nodes"])
+            entry.write_nodes = bool(drift["nodes"]) and mode.writes_node_list
+            entry.write_config = bool(drift["config"]) and mode.writes_daemon_files
+            entry.write_tls = bool(options.get("imex_tls")) and mode.writes_daemon_files
+            entry.handover = not mode.writes_daemon_files
+            entry.channels = channels_to_ensure(entry.channel_entries, read.get("channels", {}))
+            entry.stopped = read.service(service) in ("inactive", "failed")
+            # A reboot for the channel option cuts what runs on the tray as a restart does.
+            entry.reboot_allowed = bool(options["imex_reboot_allowed"]) and not busy
+            entry.command_timeout_s = command_timeout(options["imex_lock_stale_after_s"])
+            entry.predicted = domain.predicted
+            entry.write_map, entry.scripts_to_install, entry.write_slurm_job, entry.release = False, [], False, False
+            if mode.per_job:
+                per_job.plan_tray(name, domain, tray, entry, options, read, names, script_sha256, converge)
+            stats = read.get("stat_files", {})
+            leftovers = entry.slurm_job_leftovers or []
+            entry.remove_slurm_job = [path for path in leftovers if (stats.get(path) or {}).get("exists")]
+            entry.write = bool(entry.write_nodes or entry.write_config or entry.write_tls or entry.handover
+                               or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
+            entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)
+            tls_files = entry.tls_files or []
+            mark = tls_reload_mark(options)
+            why = daemon.pending_restart(read, service, entry.read_files,
+                                         [path for path in entry.read_stat_files
+                                          if path not in tls_files and path != mark and path not in leftovers])
+            tls_why = daemon.pending_reload(read, service, tls_files, mark)
+            release_why = daemon.release_restart(tray, read, service)
+            if release_why:
+                pending_releases[tray] = release_why
+            why = "; ".join(reason for reason in (why, release_why) if reason) or None
+            # The running daemon runs the config on disk, TLS on with these files: new TLS files alone are
+            # put in force by SIGUSR1, which reloads file-based TLS credentials without making the daemon
+            # a new instance (its peers keep what it exports). Anything else in config.cfg takes a restart.
+            entry.tls_reload_ok = bool(entry.write_tls and mode.reloads_tls and not entry.write_nodes
+                                       and not entry.write_config and not why
+                                       and daemon.daemon_started(read, service) is not None)
+            # Written for real where only a reload follows, even in a busy or partly run domain.
+            entry.tls_predicted = bool(run.check_mode or (entry.predicted and not entry.tls_reload_ok))
+            # Per job, each prolog starts the daemon afresh with the files on disk.
+            if mode.runs_host_daemon:
+                if daemon.daemon_started(read, service) is not None and daemon.loaded_record(read, service) is None:
+                    unrecorded.append(tray)
+                if why or (tls_why and not entry.tls_reload_ok):
+                    pending[tray] = why or tls_why
+                elif tls_why:
+                    pending_reloads[tray] = tls_why
+        domain.pending = pending
+        domain.pending_reload = pending_reloads
+        # The trays of pending whose daemon runs another release (the verdicts name it so).
+        domain.pending_release = {tray: why for tray, why in pending_releases.items() if tray in pending}
+        handover.extend(mode.handover_problems(name, domain, in_run, converge))
+    if handover:
+        raise PlanError(handover)
+    if unrecorded:
+        run.warnings.append(
+            "tray%s %s: no record of what the running IMEX daemon loaded (it was started at boot, by hand or by an older "
+            "release of rackscale.imex): a restart is pending there when its config.cfg or node list changed after "
+            "the daemon began to start, so even a no-op chmod, touch or identical rewrite of them restarts its "
+            "domain. The next start of the daemon by this collection records it"
+            % ("s" if len(unrecorded) > 1 else "", ", ".join(unrecorded)))
+    # validate.yml probes the idle per-job domains with a job, where a partition is given.
+    run.probe_now, run.probe_skipped = [], []
+    for name in run.per_job_domains:
+        probe, skipped = (None, None) if converge else per_job.probe_decision(run, name, tray_options, reads)
+        run.domains[name].probe, run.domains[name].probe_skipped = probe, skipped
+        if probe:
+            run.probe_now.append(name)
+        elif skipped:
+            run.probe_skipped.append("domain %s: no probe job: %s" % (name, skipped))
+    # The domains whose status read proves them now (a converge under --check restarts, so proves, nothing;
+    # the DRA driver's domains are not the host daemon's to prove; a per-job domain has no daemon between jobs).
+    run.prove_now = [name for name, domain in sorted(run.domains.items())
+                     if modes.of(domain.mode).proven_now(converge, run.check_mode)]
+    # Judged: those proven now, those a read before the restarts already proved (restart()), and the
+    # per-job installations (after their writes).
+    run.judge_now = sorted(run.prove_now + [name for name in run.per_job_domains
+                                            if not converge or not run.check_mode])
+    return run
