@@ -389,7 +389,8 @@ def tls_file_problems(trays, is_file=os.path.isfile):
 
 
 # The options that must hold one value on every tray of a domain (a daemon whose peers listen elsewhere,
-# speak TLS when it does not, or lack a channel breaks the domain), and on every tray of the run.
+# speak TLS when it does not, or lack a channel breaks the domain), and on every tray of the run. Option
+# checks run on one tray per domain or run: a value set on another tray alone would reach it unchecked.
 DOMAIN_WIDE_OPTIONS = options_of(DOMAIN)
 RUN_WIDE_OPTIONS = options_of(RUN)
 
@@ -411,7 +412,7 @@ def variance_problems(scope, trays, tray_options, domain_of=None):
     DOMAIN compares the trays of each domain with each other only, ``domain_of`` mapping each tray to
     its domain (the model's host_domain; a tray it does not map is not compared). ``tray_options``:
     {tray: {option: value}}, gathered or converted alike: "yes" and true, or "50000" and 50000, are one
-    value; a null is a value of its own.
+    value; a null list or mapping is empty, any other null a value of its own.
     """
     if scope == RUN:
         groups = {None: list(trays)}
