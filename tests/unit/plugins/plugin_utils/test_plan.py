@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The run plan of the imex role (plugins/plugin_utils/run_plan.py), stage by stage, in pure Python.
+"""The run plan of the imex role (plugins/plugin_utils/plan/), stage by stage, in pure Python.
 
 Every input is what the role hands the planner: each tray's own options (the role's defaults
 applied on that tray), the domain model of _domain.build_model, the one read of each tray as
