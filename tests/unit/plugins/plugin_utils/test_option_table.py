@@ -12,6 +12,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table impor
     GATHERED,
     NOT_GATHERED,
     OPTIONS,
+    Option,
     RUN,
     SCOPES,
     TRAY,
@@ -37,29 +38,59 @@ DEFAULTS = _load("defaults", "main.yml")
 GATHERING = _load("vars", "main.yml")["__imex_options"]
 
 
-def test_every_option_of_the_spec_is_in_the_table_and_none_else():
-    assert sorted(set(SPEC) - set(OPTIONS)) == [], "in the argument spec, missing from the table"
-    assert sorted(set(OPTIONS) - set(SPEC)) == [], "in the table, not in the argument spec"
+def table_mismatches(table, spec):
+    """Each way an option table and an argument spec's options disagree, one sentence each."""
+    found = ["%s: in the argument spec, not in the table" % name for name in sorted(set(spec) - set(table))]
+    found += ["%s: in the table, not in the argument spec" % name for name in sorted(set(table) - set(spec))]
+    for name in sorted(set(spec) & set(table)):
+        option = table[name]
+        if option.type != spec[name]["type"]:
+            found.append("%s: type %s in the table, %s in the argument spec" % (name, option.type, spec[name]["type"]))
+        if option.scope not in SCOPES:
+            found.append("%s: scope %s is none of %s" % (name, option.scope, ", ".join(SCOPES)))
+        # What a raw option holds is the table's to say; no other type takes text to parse.
+        if (option.type == "raw") != (option.parsed in ("list", "dict")) or (option.type != "raw" and option.parsed):
+            found.append("%s: a %s option parsed as %s" % (name, option.type, option.parsed))
+        if option.type == "list" and spec[name].get("elements") != "str":
+            found.append("%s: a list of %s, converted as text" % (name, spec[name].get("elements")))
+    return found
 
 
-@pytest.mark.parametrize("name", sorted(SPEC))
-def test_each_option_has_the_type_the_spec_declares_and_a_scope(name):
-    option = OPTIONS[name]
-    assert option.type == SPEC[name]["type"]
-    assert option.scope in SCOPES
-    # What a raw option holds is the table's to say; no other type takes text to parse.
-    assert (option.parsed in ("list", "dict")) if option.type == "raw" else option.parsed is None
-    if option.type == "list":
-        assert SPEC[name].get("elements") == "str"
+def gathering_mismatches(gathering, gathered, converge_options):
+    """Each way the role's gathering (vars/main.yml) and the table's GATHERED disagree."""
+    found = [] if list(gathering) == list(gathered) else ["the gathered options are not GATHERED, in its order"]
+    found += ["%s is computed, not wired: %s" % (name, template) for name, template in gathering.items()
+              if template != "{{ %s }}" % name]
+    # Gathered are the converge entry point's options, but those the role reads otherwise (NOT_GATHERED).
+    if sorted(gathered) != sorted(set(converge_options) - set(NOT_GATHERED)):
+        found.append("GATHERED is not the converge entry point's options but NOT_GATHERED")
+    return found
+
+
+def test_the_table_is_the_argument_spec_both_ways():
+    assert table_mismatches(OPTIONS, SPEC) == []
+    assert set(NOT_GATHERED) < set(OPTIONS)
 
 
 def test_the_role_gathers_each_option_of_the_table_on_each_tray_as_it_is():
-    assert list(GATHERING) == list(GATHERED)
-    for name, template in GATHERING.items():
-        assert template == "{{ %s }}" % name, "%s is wired, not computed" % name
-    # Gathered are the converge entry point's options, but the domain group the model reads itself.
-    assert sorted(GATHERED) == sorted(set(ENTRY_POINTS["main"]["options"]) - set(NOT_GATHERED))
-    assert set(NOT_GATHERED) < set(OPTIONS)
+    assert gathering_mismatches(GATHERING, GATHERED, ENTRY_POINTS["main"]["options"]) == []
+
+
+def test_a_table_or_a_gathering_that_strays_from_the_spec_is_caught():
+    seeded = dict(OPTIONS, imex_tsl=Option("bool", DOMAIN), imex_server_port=Option("str", DOMAIN),
+                  imex_settings=Option("raw", DOMAIN), imex_mode=Option("str", "rack"),
+                  imex_domain=Option("str", TRAY, "dict"))
+    del seeded["imex_tls"]
+    assert table_mismatches(seeded, SPEC) == [
+        "imex_tls: in the argument spec, not in the table", "imex_tsl: in the table, not in the argument spec",
+        "imex_domain: a str option parsed as dict", "imex_mode: scope rack is none of run, domain, tray",
+        "imex_server_port: type str in the table, int in the argument spec",
+        "imex_settings: a raw option parsed as None"]
+    gathering = dict(GATHERING, imex_tls="{{ imex_tls | bool }}")
+    del gathering["imex_mode"]
+    assert gathering_mismatches(gathering, GATHERED, dict(ENTRY_POINTS["main"]["options"], imex_new={})) == [
+        "the gathered options are not GATHERED, in its order", "imex_tls is computed, not wired: {{ imex_tls | bool }}",
+        "GATHERED is not the converge entry point's options but NOT_GATHERED"]
 
 
 def test_the_scopes_are_those_the_run_checks():
