@@ -157,18 +157,26 @@ def test_validate_is_read_only_under_check(first_run, simulated_rack, reports):
     assert run.changed_hosts() == []
 
 
-def test_tray_swap_restarts_only_its_rack(first_run, simulated_rack, reports, tmp_path):
-    """rack1-tray02 is replaced by fresh hardware at another address (here: the spare rack1-tray04)."""
+@pytest.fixture(scope="module")
+def swap_inventories(simulated_rack, tmp_path_factory):
+    """The bed's inventory without the spare rack1-tray04 ("before"), and the same with rack1-tray02 moved to
+    the spare's address ("swapped"), as paths."""
+    directory = tmp_path_factory.mktemp("swap")
     with open(simulated_rack.inventory) as handle:
         inventory = yaml.safe_load(handle)
     rack1 = inventory["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
     spare = rack1.pop("rack1-tray04")
-    swapped = dict(inventory)
-    base = run_playbook("site.yml", write(tmp_path / "before.yml", inventory), extravars={"imex_report_dir": reports})
-    assert base.rc == 0, base.stdout[-4000:]
+    before = write(directory / "before.yml", inventory)
     rack1["rack1-tray02"] = dict(rack1["rack1-tray02"], ansible_host=spare["ansible_host"],
                                  imex_address=spare["ansible_host"])
-    swapped_path = write(tmp_path / "swapped.yml", swapped)
+    return {"before": before, "swapped": write(directory / "swapped.yml", inventory)}
+
+
+def test_tray_swap_restarts_only_its_rack(first_run, simulated_rack, reports, swap_inventories):
+    """rack1-tray02 is replaced by fresh hardware at another address (here: the spare rack1-tray04)."""
+    base = run_playbook("site.yml", swap_inventories["before"], extravars={"imex_report_dir": reports})
+    assert base.rc == 0, base.stdout[-4000:]
+    swapped_path = swap_inventories["swapped"]
     # Check mode first, with the swapped inventory: it must change nothing on any tray (the old
     # tray02 and the spare included) and predict the real run that follows.
     trays = all_trays(simulated_rack)
@@ -200,20 +208,20 @@ def write(path, data):
     return str(path)
 
 
-def test_reboot_keeps_channel0_and_the_domain(first_run, simulated_rack, reports):
-    # Back to the inventory the rack was built with (the swap test changed rack1).
-    assert run_playbook("site.yml", simulated_rack.inventory, extravars={"imex_report_dir": reports}).rc == 0
+def test_reboot_keeps_channel0_and_the_domain(first_run, simulated_rack, reports, swap_inventories):
+    # The rack as the swap test left it: rack1 on the swapped inventory (the next test takes it back).
     simulated_rack.simrack("fault", "reboot", "rack2-tray03")
     channel = simulated_rack.ssh("rack2-tray03", "stat", "-c", "%F %a", "/dev/nvidia-caps-imex-channels/channel0")
     assert channel.stdout.strip() == "character special file 666", channel.stdout + channel.stderr
-    run = run_playbook("validate.yml", simulated_rack.inventory,
+    run = run_playbook("validate.yml", swap_inventories["swapped"],
                        extravars={"imex_report_dir": reports, "imex_validate_timeout_s": 120})
     assert run.rc == 0, run.stdout[-4000:]
 
 
 def test_domain_membership_from_a_host_var_without_the_vars_plugin(first_run, simulated_rack, tmp_path):
     """imex_domain set through each domain group's vars, the collection's vars plugin off: the run takes the
-    same domains (each rack's node list, both proven), and validate.yml proves them."""
+    rack back from the swap to the inventory it was built with (each rack's node list, both proven), and
+    validate.yml proves it."""
     with open(simulated_rack.inventory) as handle:
         inventory = yaml.safe_load(handle)
     for name, group in inventory["all"]["children"]["imex_domains"]["children"].items():
