@@ -125,39 +125,39 @@ def test_restart_hooks_are_absolute_paths_of_controller_files(tmp_path):
     ]
 
 
-def two_domains():
-    domains = {"rack1": model("198.18.1.11", "198.18.1.12")["domains"]["rack1"],
-               "rack2": {"name": "rack2", "nodes": [{"host": "u0", "address": "198.18.2.11", "index": 0},
-                                                    {"host": "u1", "address": "198.18.2.12", "index": 1}]}}
-    return {"domains": domains, "host_domain": {}}
+# One check for the options of a domain and those of the run: one rule for what is the same value.
+DOMAIN_OF = {"t0": "rack1", "t1": "rack1", "u0": "rack2", "u1": "rack2"}
+TRAYS = ["t0", "t1", "u0", "u1"]
+
+
+def by_tray(values):
+    """{tray: {option: value}} of {option: [value of each of TRAYS]}."""
+    return {tray: {name: held[position] for name, held in values.items()} for position, tray in enumerate(TRAYS)}
 
 
 def test_one_value_per_domain_passes_whatever_its_spelling():
-    trays = ["t0", "t1", "u0", "u1"]
     values = {"imex_server_port": [50000, "50000", 50100, 50100], "imex_tls": ["yes", True, "false", False],
               "imex_settings": [{"LOG_LEVEL": 2}, {"LOG_LEVEL": "2"}, {}, {}], "imex_mode": ["static"] * 4}
-    assert domain_variance_problems(two_domains(), trays, values) == []
+    assert variance_problems(DOMAIN, TRAYS, by_tray(values), DOMAIN_OF) == []
 
 
 def test_a_tray_set_apart_from_its_domain_is_named_with_both_values():
-    trays = ["t0", "t1", "u0", "u1"]
     values = {"imex_settings": [{}, {"LOG_LEVEL": 4}, {}, {}], "imex_cmd_port": [50005, 50005, 50005, 50006],
               "imex_channels": [[], [], [], []]}
-    assert domain_variance_problems(two_domains(), trays, values) == [
+    expected = [
         'domain rack1: imex_settings differs between its trays ({} on t0; {"LOG_LEVEL": "4"} on t1); one domain '
         "runs one daemon configuration: set it for the whole domain group",
         "domain rack2: imex_cmd_port differs between its trays (50005 on u0; 50006 on u1); one domain runs one "
         "daemon configuration: set it for the whole domain group"]
+    assert variance_problems(DOMAIN, TRAYS, by_tray(values), DOMAIN_OF) == expected
+    # The plan's present call, until it calls variance_problems itself: the same sentences.
+    domains = {"rack1": {"nodes": [{"host": "t0"}, {"host": "t1"}]}, "rack2": {"nodes": [{"host": "u0"}, {"host": "u1"}]}}
+    assert domain_variance_problems({"domains": domains}, TRAYS, values) == expected
 
 
 def test_trays_outside_the_play_are_not_compared():
     # Under --limit only t0 of rack1 runs: nothing to compare it with.
-    assert domain_variance_problems(two_domains(), ["t0"], {"imex_settings": [{"LOG_LEVEL": 4}]}) == []
-
-
-# One check for the options of a domain and those of the run: one rule for what is the same value.
-DOMAIN_OF = {"t0": "rack1", "t1": "rack1", "u0": "rack2", "u1": "rack2"}
-TRAYS = ["t0", "t1", "u0", "u1"]
+    assert variance_problems(DOMAIN, ["t0"], by_tray({"imex_settings": [{"LOG_LEVEL": 4}, {}, {}, {}]}), DOMAIN_OF) == []
 
 
 @pytest.mark.parametrize(("scope", "option"), [(DOMAIN, "imex_tls"), (RUN, "imex_rolling")])
