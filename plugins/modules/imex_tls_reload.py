@@ -19,9 +19,10 @@ description:
     (C(SERVER_PORT) of O(config), on C(BIND_INTERFACE_IP) or else O(address)) must present the
     certificate of the C(IMEX_SERVER_CERT) file. While it presents another one, the signal is sent
     again each time 5 seconds have passed, until O(timeout).
-  - A certificate that did not change (a new CA bundle alone) cannot show the reload in a handshake.
-    The signal is then sent twice, more than 5 seconds apart, so that the daemon took one after the
-    files were written. The handshake must still present the certificate.
+  - A certificate that did not change (a new CA bundle alone) cannot show the reload in a handshake,
+    nor can one when the handshake before the signal failed. The signal is then sent twice, more than
+    5 seconds apart, so that the daemon took one after the files were written. The handshake must
+    then present the certificate.
   - Only a proven reload writes O(mark) (atomically), which tells a later run that the TLS files older
     than it are in force. A reload not proven writes nothing, so the next run signals again, and the
     task fails with the fingerprint the daemon presented (RV(presented)) and the one expected
@@ -106,8 +107,8 @@ proven:
 how:
   description:
     - How it was proven. V(handshake) when the handshake presented the new certificate.
-    - V(signal_interval) when the certificate did not change. Two signals were sent more than 5 s
-      apart, and the handshake still presented the certificate.
+    - V(signal_interval) when the certificate did not change, or the handshake before the signal failed.
+      Two signals were sent more than 5 s apart, and the handshake then presented the certificate.
   returned: always
   type: str
   sample: handshake
@@ -252,8 +253,10 @@ def main():
     except OSError:
         before = None
     result['presented_before'] = before
-    outcome = _tls_reload.prove_reload(send_signal, presented, expected, leaf_changed=before != expected,
-                                       timeout=params['timeout'])
+    # A certificate the daemon was not seen to serve before the signal (the handshake failed) is proven as an
+    # unchanged one is: two signals 5 s apart, then the handshake must present it.
+    outcome = _tls_reload.prove_reload(send_signal, presented, expected,
+                                       leaf_changed=before is not None and before != expected, timeout=params['timeout'])
     result.update(how=outcome['how'], presented=outcome['presented'], signals=outcome['signals'])
     if not outcome['proven']:
         if outcome['signals'] == 0:

@@ -98,6 +98,21 @@ def test_an_unchanged_certificate_is_signalled_twice_then_marked(run_module, tra
     assert (tmp_path / 'reloaded').exists()
 
 
+def test_a_handshake_that_failed_before_the_signal_proves_by_two_signals(run_module, tray, monkeypatch):
+    real, calls = _tls_reload.presented_certificate, []
+
+    def first_refused(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise ConnectionRefusedError(111, 'Connection refused')
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_tls_reload, 'presented_certificate', first_refused)
+    result, signals = run(run_module, tray)
+    assert result['_exit_code'] == 0 and result['presented_before'] is None
+    assert result['how'] == 'signal_interval' and len(signals) == 2 and result['presented'] == der_sha256(NEW[0])
+
+
 def test_a_failed_signal_fails_without_a_mark(run_module, tray):
     result, _calls = run(run_module, tray, rc=5)
     assert result['_exit_code'] == 1 and result['signals'] == 0 and result['changed'] is False
