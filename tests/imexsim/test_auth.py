@@ -186,3 +186,59 @@ def test_the_peer_port_presents_the_certificate_loaded_last_and_sigusr1_counts_o
     cluster.wait_for_log(0, "Reloaded SSL/TLS credentials", count=2)
     assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == third
     assert cluster.processes[0].poll() is None
+
+
+def test_the_collections_reload_proof_holds_against_the_daemon(make_cluster, tmp_path):
+    """The tray-side proof of rackscale.imex (imex_tls_reload) against the simulated daemon: a signal the
+    daemon drops (within 5 s of the last one it took) is sent again, and the reload is proven by the new
+    certificate; files the daemon cannot load leave it on the old one, and the proof says so."""
+    from ansible_collections.rackscale.imex.plugins.module_utils import _tls_reload
+
+    cluster = make_cluster(1)
+    address = cluster.addresses[0]
+    ca = make_ca(tmp_path, "rack-ca")
+    live_key, live_cert = tmp_path / "live.key", tmp_path / "live.crt"
+    first = make_node_cert(tmp_path, ca, address)
+    shutil.copyfile(first[0], live_key)
+    shutil.copyfile(first[1], live_cert)
+    cluster.configure(0, settings=auth_settings(live_key, live_cert, ca[1]))
+    cluster.start_all()
+    cluster.wait_ready(0)
+
+    def send_signal():
+        cluster.send(0, signal.SIGUSR1)
+        return None
+
+    def presented():
+        return _tls_reload.fingerprint(_tls_reload.presented_certificate(address, cluster.server_port, str(live_cert),
+                                                                         str(live_key)))
+
+    # A signal the daemon takes now, so that the proof's first one falls within its 5 s.
+    send_signal()
+    cluster.wait_for_log(0, "Reloaded SSL/TLS credentials")
+    (tmp_path / "renewed").mkdir()
+    key, cert = make_node_cert(tmp_path / "renewed", ca, address)
+    shutil.copyfile(key, live_key)
+    shutil.copyfile(cert, live_cert)
+    expected = _tls_reload.file_fingerprints(str(live_cert))[0]
+    outcome = _tls_reload.prove_reload(send_signal, presented, expected, leaf_changed=True, timeout=15)
+    assert outcome == {"proven": True, "presented": expected, "signals": 2, "error": None, "how": "handshake"}
+    assert "Ignoring SIGUSR1" in cluster.wait_for_log(0, "Reloaded SSL/TLS credentials", count=2)
+
+    # A certificate file the daemon cannot load: it keeps serving the one it has; no proof.
+    (tmp_path / "broken").mkdir()
+    _key, other = make_node_cert(tmp_path / "broken", ca, address)
+    broken = _tls_reload.file_fingerprints(str(other))[0]
+    live_cert.write_text(other.read_text())
+    live_key.write_text("not a key\n")
+
+    def presented_to_the_last_good_credentials():
+        return _tls_reload.fingerprint(_tls_reload.presented_certificate(address, cluster.server_port, str(cert),
+                                                                         str(key)))
+
+    time.sleep(5.1)  # past the interval: the signal below is taken, and the load fails
+    outcome = _tls_reload.prove_reload(send_signal, presented_to_the_last_good_credentials, broken, leaf_changed=True,
+                                       timeout=6)
+    assert outcome["proven"] is False and outcome["presented"] == expected
+    cluster.wait_for_log(0, "Failed to reload SSL/TLS credentials")
+    assert cluster.processes[0].poll() is None
