@@ -679,6 +679,11 @@ class Soak:
                 entry["step"] + 1, len(self.series), [" ".join(plan.simrack_args(f)) + (" (during)" if f["during"] else "")
                                                        for f in entry["faults"]] or "none", entry["action"]["kind"]))
             record = self.step(entry)
+            if self.runner.signum is not None:
+                # The stop signal cut this step's runs short: neither finished nor killed by the step,
+                # so its verdicts would judge the soak's own stop. Not recorded.
+                say("step %d cut short by %s: not judged" % (entry["step"] + 1, signal.Signals(self.runner.signum).name))
+                self.runner.check()
             self.results.append(record)
             failed = [n for n, v in record["invariants"].items() if v is False]
             say("step %d: rc %s, %.0f s, invariants %s" % (entry["step"] + 1, record["rc"], record["seconds"],
