@@ -4,6 +4,7 @@
 """Where the lock of a domain lives, and how long a lock and a long tray command may last."""
 from __future__ import annotations
 
+
 def lock_problems(options):
     """A lock that may go stale while its run still works would let a second run in."""
     stale_after = options["imex_lock_stale_after_s"]

@@ -35,12 +35,6 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def _field(default=UNSET):
-    if isinstance(default, (list, dict)):
-        return dataclasses.field(default_factory=lambda: type(default)(default))
-    return dataclasses.field(default=default)
-
-
 @dataclasses.dataclass
 class TrayRead:
     """What the plan uses of a tray's one read (imex_tray_info's result); UNSET where the read has no such key.
@@ -48,22 +42,22 @@ class TrayRead:
     The NVLink fabric and version parts go to the fabric gate as the module returned them (``raw``).
     """
 
-    services: dict = _field()               # {unit: active/inactive/failed/...}
-    services_started: dict = _field()       # {unit: epoch seconds the daemon started}
-    services_enabled: dict = _field()       # {unit: systemctl is-enabled}
-    services_instance: dict = _field()      # {unit: {inactive_exit, invocation_id, loaded}}
-    files: dict = _field()                  # {path: described file, content and checksum}
-    stat_files: dict = _field()             # {path: described file, no content}
-    compute_apps: Optional[list] = _field()  # GPU compute processes; None when unreadable
-    slurm: dict = _field()                  # {installed, node, state, error}
-    slurm_state: Optional[str] = _field()   # an older read's Slurm node state
-    slurm_config: dict = _field()           # {installed, config, error, slurmd_version}
-    channels: dict = _field()               # {channel: imex_channel's check-mode result}
-    channel_count: dict = _field()          # {value, source}
-    channel_major: Optional[int] = _field()
-    imex_version: Optional[str] = _field()
-    daemon_release: dict = _field()         # {running}
-    unreachable: bool = _field()
+    services: dict = UNSET               # {unit: active/inactive/failed/...}
+    services_started: dict = UNSET       # {unit: epoch seconds the daemon started}
+    services_enabled: dict = UNSET       # {unit: systemctl is-enabled}
+    services_instance: dict = UNSET      # {unit: {inactive_exit, invocation_id, loaded}}
+    files: dict = UNSET                  # {path: described file, content and checksum}
+    stat_files: dict = UNSET             # {path: described file, no content}
+    compute_apps: Optional[list] = UNSET  # GPU compute processes; None when unreadable
+    slurm: dict = UNSET                  # {installed, node, state, error}
+    slurm_state: Optional[str] = UNSET   # an older read's Slurm node state
+    slurm_config: dict = UNSET           # {installed, config, error, slurmd_version}
+    channels: dict = UNSET               # {channel: imex_channel's check-mode result}
+    channel_count: dict = UNSET          # {value, source}
+    channel_major: Optional[int] = UNSET
+    imex_version: Optional[str] = UNSET
+    daemon_release: dict = UNSET         # {running}
+    unreachable: bool = UNSET
     raw: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -92,46 +86,46 @@ class Tray:
     """One tray of the run: what it is meant to hold (preflight), what it needs (read), what it does (restart)."""
 
     # preflight
-    domain: str = _field()
-    address: str = _field()
-    settings: dict = _field()               # config.cfg keys it must hold
-    channel_entries: list = _field()        # imex_channel options of every channel of its mode
-    channels_extra: list = _field()         # the isolation channels, as a list
-    read_files: list = _field()             # files its read reads (content)
-    read_stat_files: list = _field()        # files its read only stats
-    tls_files: list = _field()
-    tls_certificate: Optional[dict] = _field()
-    per_job: bool = _field()
-    slurm_job_paths: dict = _field()        # {map, prolog, epilog: tray path} in the per-job mode
-    slurm_job_leftovers: list = _field()    # the per-job installation's paths, removed outside that mode
-    tls_pem: list = _field()                # each TLS option is PEM text (True) or a controller path
+    domain: str = UNSET
+    address: str = UNSET
+    settings: dict = UNSET               # config.cfg keys it must hold
+    channel_entries: list = UNSET        # imex_channel options of every channel of its mode
+    channels_extra: list = UNSET         # the isolation channels, as a list
+    read_files: list = UNSET             # files its read reads (content)
+    read_stat_files: list = UNSET        # files its read only stats
+    tls_files: list = UNSET
+    tls_certificate: Optional[dict] = UNSET
+    per_job: bool = UNSET
+    slurm_job_paths: dict = UNSET        # {map, prolog, epilog: tray path} in the per-job mode
+    slurm_job_leftovers: list = UNSET    # the per-job installation's paths, removed outside that mode
+    tls_pem: list = UNSET                # each TLS option is PEM text (True) or a controller path
     # read
-    write_nodes: bool = _field()
-    write_config: bool = _field()
-    write_tls: bool = _field()
-    handover: bool = _field()               # its host daemon is stopped for the DRA driver
-    channels: list = _field()               # the channel entries the module must run for
-    stopped: bool = _field()
-    reboot_allowed: bool = _field()
-    command_timeout_s: int = _field()
-    predicted: bool = _field()              # its writes run in check mode
-    write_map: bool = _field()
-    scripts_to_install: list = _field()     # prolog, epilog
-    write_slurm_job: bool = _field()
-    release: bool = _field()                # its service is left to the per-job prolog
-    slurm_map: str = _field()
-    slurm_node_name: str = _field()
-    per_job_problems: list = _field()
-    remove_slurm_job: list = _field()
-    write: bool = _field()                  # write.yml runs on it
-    channels_role: bool = _field()          # the imex_channels role runs on it
-    tls_reload_ok: bool = _field()          # new TLS files alone: reloaded, not restarted
-    tls_predicted: bool = _field()
+    write_nodes: bool = UNSET
+    write_config: bool = UNSET
+    write_tls: bool = UNSET
+    handover: bool = UNSET               # its host daemon is stopped for the DRA driver
+    channels: list = UNSET               # the channel entries the module must run for
+    stopped: bool = UNSET
+    reboot_allowed: bool = UNSET
+    command_timeout_s: int = UNSET
+    predicted: bool = UNSET              # its writes run in check mode
+    write_map: bool = UNSET
+    scripts_to_install: list = UNSET     # prolog, epilog
+    write_slurm_job: bool = UNSET
+    release: bool = UNSET                # its service is left to the per-job prolog
+    slurm_map: str = UNSET
+    slurm_node_name: str = UNSET
+    per_job_problems: list = UNSET
+    remove_slurm_job: list = UNSET
+    write: bool = UNSET                  # write.yml runs on it
+    channels_role: bool = UNSET          # the imex_channels role runs on it
+    tls_reload_ok: bool = UNSET          # new TLS files alone: reloaded, not restarted
+    tls_predicted: bool = UNSET
     # restart
-    restart: bool = _field()
-    start: bool = _field()
-    reload: bool = _field()
-    action: str = _field()                  # what its restart, start or reload is, in words
+    restart: bool = UNSET
+    start: bool = UNSET
+    reload: bool = UNSET
+    action: str = UNSET                  # what its restart, start or reload is, in words
 
 
 @dataclasses.dataclass
@@ -139,33 +133,33 @@ class Domain:
     """One IMEX domain of the run."""
 
     # preflight
-    trays: list = _field()                  # every tray, in node order
-    trays_in_run: list = _field()
-    out_of_service: list = _field()
-    absent_addresses: list = _field()
-    addresses: list = _field()
-    leader: str = _field()
-    lock_holders: list = _field()
-    partial: bool = _field()
-    left_out: list = _field()               # left out by --limit (or a sliced job) alone
-    mode: str = _field()
-    service: str = _field()
-    allow_busy: bool = _field()
+    trays: list = UNSET                  # every tray, in node order
+    trays_in_run: list = UNSET
+    out_of_service: list = UNSET
+    absent_addresses: list = UNSET
+    addresses: list = UNSET
+    leader: str = UNSET
+    lock_holders: list = UNSET
+    partial: bool = UNSET
+    left_out: list = UNSET               # left out by --limit (or a sliced job) alone
+    mode: str = UNSET
+    service: str = UNSET
+    allow_busy: bool = UNSET
     # read
-    busy: list = _field()                   # '<tray>: <what runs there>'
-    predicted: bool = _field()
-    pending: dict = _field()                # {tray: why its daemon runs files other than on disk}
-    pending_reload: dict = _field()
-    pending_release: dict = _field()
-    probe: Optional[dict] = _field()
-    probe_skipped: Optional[str] = _field()
+    busy: list = UNSET                   # '<tray>: <what runs there>'
+    predicted: bool = UNSET
+    pending: dict = UNSET                # {tray: why its daemon runs files other than on disk}
+    pending_reload: dict = UNSET
+    pending_release: dict = UNSET
+    probe: Optional[dict] = UNSET
+    probe_skipped: Optional[str] = UNSET
     # restart
-    written: dict = _field()                # {tray: [what]} written for real in its wave
-    restart_reasons: dict = _field()
-    restart: bool = _field()
-    reload: dict = _field()
-    start: list = _field()
-    proven_before_restart: bool = _field()
+    written: dict = UNSET                # {tray: [what]} written for real in its wave
+    restart_reasons: dict = UNSET
+    restart: bool = UNSET
+    reload: dict = UNSET
+    start: list = UNSET
+    proven_before_restart: bool = UNSET
 
 
 @dataclasses.dataclass
@@ -173,31 +167,31 @@ class Run:
     """The plan of one run."""
 
     # preflight
-    run_id: str = _field()
-    check_mode: bool = _field()
-    report_only: bool = _field()
-    waves: list = _field()                  # [[domain]]
-    domains: dict = _field()                # {name: Domain}
-    trays: dict = _field()                  # {name: Tray}
-    locks: list = _field()                  # [{domain, holder}] in the order they are taken
-    prove_now: list = _field()
-    restarting: list = _field()
-    verdicts: list = _field()
-    run_verdicts: list = _field()
-    explain: list = _field()
-    out_of_service: list = _field()
-    host_daemon_domains: list = _field()
-    per_job_domains: list = _field()
-    model: dict = _field()                  # the domain model, added by the action
+    run_id: str = UNSET
+    check_mode: bool = UNSET
+    report_only: bool = UNSET
+    waves: list = UNSET                  # [[domain]]
+    domains: dict = UNSET                # {name: Domain}
+    trays: dict = UNSET                  # {name: Tray}
+    locks: list = UNSET                  # [{domain, holder}] in the order they are taken
+    prove_now: list = UNSET
+    restarting: list = UNSET
+    verdicts: list = UNSET
+    run_verdicts: list = UNSET
+    explain: list = UNSET
+    out_of_service: list = UNSET
+    host_daemon_domains: list = UNSET
+    per_job_domains: list = UNSET
+    model: dict = UNSET                  # the domain model, added by the action
     # read
-    notes: list = _field()
-    warnings: list = _field()
-    probe_now: list = _field()
-    probe_skipped: list = _field()
-    judge_now: list = _field()
+    notes: list = UNSET
+    warnings: list = UNSET
+    probe_now: list = UNSET
+    probe_skipped: list = UNSET
+    judge_now: list = UNSET
     # verdicts
-    proven: bool = _field()
-    outcome: str = _field()
+    proven: bool = UNSET
+    outcome: str = UNSET
 
 
 def _record(cls, found, where):

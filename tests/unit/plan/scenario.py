@@ -314,7 +314,7 @@ class Run:
         judging = [name for name in wave if name in plan["judge_now"]]
         if judging:
             reports = run_plan.verdicts.verdicts(plan, bed.model, judging, statuses, list(plan["trays"]),
-                                     pending={name: plan["domains"][name].get("pending") or {} for name in judging})
+                                                 pending={name: plan["domains"][name].get("pending") or {} for name in judging})
             plan = run_plan.verdicts.judged(plan, reports)
             outcome.verdicts.update((report["domain"], report["verdict"]) for report in reports)
             failed = [report["message"] for report in reports if not report["ok"]]

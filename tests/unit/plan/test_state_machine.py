@@ -281,7 +281,7 @@ def refusals_without_names(monkeypatch):
             return real(plan, wave, *args)
         except run_plan.PlanError as error:
             raise run_plan.PlanError([re.sub(r"rack1-tray0\d|domain rack1", "a tray", problem)
-                                   for problem in error.problems]) from None
+                                      for problem in error.problems]) from None
     _wrap(monkeypatch, run_plan.restart, "restart", after)
 
 

@@ -322,7 +322,7 @@ def test_these_tests_feed_the_plan_the_role_defaults():
 
 def test_daemon_settings_without_tls_switch_authentication_off_and_set_the_owned_keys():
     settings = run_plan.daemon_settings(role_options(imex_settings={"LOG_LEVEL": 2, "STATS_FILE_NAME": None}),
-                                     "198.18.1.11")
+                                        "198.18.1.11")
     assert settings == {
         "IMEX_ENABLE_AUTH_ENCRYPTION": "0", "LOG_LEVEL": 2, "STATS_FILE_NAME": None,
         "IMEX_CMD_ENABLED": "1", "IMEX_CMD_PORT": "50005", "SERVER_PORT": "50000",
@@ -331,7 +331,7 @@ def test_daemon_settings_without_tls_switch_authentication_off_and_set_the_owned
 
 def test_daemon_settings_with_tls_point_at_the_trays_own_material():
     settings = run_plan.daemon_settings(role_options(imex_tls=True, imex_tls_dir="/etc/imex-tls",
-                                                  imex_tls_target_override="imex.rack1.example"), "198.18.1.11")
+                                                     imex_tls_target_override="imex.rack1.example"), "198.18.1.11")
     assert {key: value for key, value in settings.items() if "AUTH" in key or "_KEY" in key or "CERT" in key
             or "SECURITY" in key} == {
         "IMEX_ENABLE_AUTH_ENCRYPTION": "1", "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS", "IMEX_AUTH_SOURCE": "FILE",
@@ -341,13 +341,13 @@ def test_daemon_settings_with_tls_point_at_the_trays_own_material():
         "IMEX_SECURITY_TARGET_OVERRIDE": "imex.rack1.example"}
     assert run_plan.daemon_settings(role_options(imex_tls=True), "x")["IMEX_SECURITY_TARGET_OVERRIDE"] == ""
     assert run_plan.tls_paths(role_options(imex_tls=True)) == [TLS_DIR + "/ca.crt", TLS_DIR + "/tray.crt",
-                                                            TLS_DIR + "/tray.key"]
+                                                               TLS_DIR + "/tray.key"]
     assert run_plan.tls_paths(role_options()) == []
 
 
 def test_authentication_set_by_hand_without_imex_tls_is_kept():
     settings = run_plan.daemon_settings(role_options(imex_settings={"IMEX_ENABLE_AUTH_ENCRYPTION": "1",
-                                                                 "IMEX_AUTH_ENCRYPTION_MODE": "GSS_AUTH_ONLY"}), "x")
+                                                                    "IMEX_AUTH_ENCRYPTION_MODE": "GSS_AUTH_ONLY"}), "x")
     assert settings["IMEX_ENABLE_AUTH_ENCRYPTION"] == "1" and settings["IMEX_AUTH_ENCRYPTION_MODE"] == "GSS_AUTH_ONLY"
 
 
@@ -358,7 +358,7 @@ def test_the_unix_socket_is_open_in_dra_host_managed_only(mode, socket):
 
 def test_the_command_service_binds_to_the_trays_own_address_only_when_asked():
     owned = run_plan.owned_settings(role_options(imex_cmd_bind_own_address=True, imex_cmd_port=50105,
-                                              imex_server_port=50100), "198.18.1.12")
+                                                 imex_server_port=50100), "198.18.1.12")
     assert owned == {"IMEX_CMD_ENABLED": "1", "IMEX_CMD_PORT": "50105", "SERVER_PORT": "50100",
                      "IMEX_NODE_CONFIG_FILE": NODES_PATH, "IMEX_CMD_BIND_INTERFACE_IP": "198.18.1.12",
                      "IMEX_CMD_UNIX_DOMAIN_PATH": ""}
@@ -523,7 +523,7 @@ def test_a_lock_that_could_go_stale_while_the_run_works_is_refused():
         "(imex_validate_timeout_s 300 + 2 x imex_ctl_timeout_s 30 = 360 s): another run could take the lock over "
         "while this one proves a domain; raise it, or set 0 (never stale)"]
     assert run_plan.lock_problems(role_options(imex_lock_stale_after_s=60, imex_validate_timeout_s=10,
-                                            imex_ctl_timeout_s=30))[0].startswith(
+                                               imex_ctl_timeout_s=30))[0].startswith(
         "imex_lock_stale_after_s = 60 is not longer than the run's longest wait without a lock refresh "
         "(imex_validate_timeout_s 10 + 2 x imex_ctl_timeout_s 30 = 70 s)")
     assert run_plan.lock_problems(role_options(imex_lock_stale_after_s=361)) == []
@@ -1025,7 +1025,7 @@ def test_trays_whose_write_was_skipped_restart_with_a_changed_domain_and_are_not
     assert after["domains"]["rack1"]["restart"] is True
     assert [after["trays"][tray]["restart"] for tray in ("t1", "t2", "t3")] == [True, True, True]
     all_skipped = run_plan.restart.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED, "t3": SKIPPED},
-                                all_ready(plan, ["rack1"]))
+                                           all_ready(plan, ["rack1"]))
     assert all_skipped["domains"]["rack1"]["restart"] is False and all_skipped["restarting"] == []
 
 
@@ -1091,7 +1091,7 @@ def test_a_busy_domain_with_a_change_is_refused_naming_the_work_and_what_was_hel
         "t3": {"slurm": {"installed": True, "node": "gpu-t3", "state": "MIXED", "error": None}}})
     assert plan["domains"]["rack1"]["predicted"] is True
     problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": wrote(config=True), "t2": wrote(config=True),
-                                                        "t3": wrote()}, {})
+                                                                   "t3": wrote()}, {})
     assert problems == [
         "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3, pid 4243 nccl; t3: Slurm node gpu-t3 "
         "state MIXED). A restart makes every IMEX daemon of the domain a new instance and cuts the memory its jobs "
@@ -1250,7 +1250,7 @@ def restarting_plan(reads=None, **kwargs):
     """rackA restarts (a new config on a1); rackB does not."""
     _model, _options, plan = planned(reads=reads, **kwargs)
     return run_plan.restart.restart(plan, ["rackA", "rackB"], {"a1": wrote(config=True), "a2": wrote(), "b1": SKIPPED,
-                                                    "b2": SKIPPED}, all_ready(plan, ["rackA", "rackB"]))
+                                                               "b2": SKIPPED}, all_ready(plan, ["rackA", "rackB"]))
 
 
 def test_the_guard_refuses_a_restarting_domain_that_became_busy():
@@ -1443,12 +1443,12 @@ def test_a_run_of_two_waves_from_preflight_to_the_summary():
     plan = run_plan.verdicts.judged(plan, run_plan.verdicts.verdicts(plan, model, ["rackA"], earlier, list(plan["trays"])))
     # Wave 2: b2's config written, the domain restarted together, proven.
     plan = run_plan.restart.restart(plan, ["rackB"], {"b1": SKIPPED, "b2": {"node list": {"changed": False, "skipped": True},
-                                                                 "config": {"changed": True}}},
-                         {"rackB": status_of(plan, "rackB")})
+                                                                            "config": {"changed": True}}},
+                                    {"rackB": status_of(plan, "rackB")})
     assert plan["restarting"] == ["rackB"] and plan["domains"]["rackB"]["restart_reasons"] == {"b2": "new config"}
     plan = run_plan.guard.guard(plan, ["rackB"], {"b1": activity(), "b2": activity(slurm=slurm("IDLE"))})
     plan = run_plan.verdicts.judged(plan, run_plan.verdicts.verdicts(plan, model, ["rackB"], {"rackB": status_of(plan, "rackB")},
-                                             list(plan["trays"])))
+                                                                     list(plan["trays"])))
     assert plan["proven"] is True and [report["verdict"] for report in plan["run_verdicts"]] == ["healthy"] * 2
 
 

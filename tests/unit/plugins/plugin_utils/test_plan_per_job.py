@@ -76,7 +76,7 @@ def installed_map(plan, tray):
     domain = plan["domains"][plan["trays"][tray]["domain"]]
     options = options_of(model_of(RACK), PER_JOB)[tray]
     return run_plan.slurm_job_map(plan["trays"][tray]["domain"], list(zip(domain["trays"], domain["addresses"])), tray,
-                               options)
+                                  options)
 
 
 def per_job_plan(domains=None, every=None, reads=None, converge=True, check_mode=False, play_hosts=None,
@@ -88,7 +88,7 @@ def per_job_plan(domains=None, every=None, reads=None, converge=True, check_mode
     plan = preflight(model, options, check_mode=check_mode)
     found = {tray: per_job_read(plan, tray, **(reads or {}).get(tray, {})) for tray in plan["trays"]}
     return model, plan, run_plan.read.after_read(plan, model, options, found, converge=converge, script_sha256=SCRIPT_SHA,
-                                         slurm_names=slurm_names or {})
+                                                 slurm_names=slurm_names or {})
 
 
 def test_the_per_job_plan_reads_the_installation_and_no_node_list():
@@ -261,7 +261,7 @@ def test_a_prolog_with_the_wrong_mode_or_owner_is_rewritten():
     read["files"][PROLOG]["mode"] = "0644"
     read["files"][EPILOG]["uid"] = 1000
     assert run_plan.per_job_drift(read, before["trays"]["a1"]["slurm_job_paths"], installed_map(before, "a1"),
-                               SCRIPT_SHA) == ["prolog", "epilog"]
+                                  SCRIPT_SHA) == ["prolog", "epilog"]
 
 
 def test_per_job_domains_take_no_restart_whatever_their_writes():

@@ -69,8 +69,8 @@ def per_job(config=BED, count=None, every=None, by_tray_read=None, converge=True
     for tray in plan["trays"]:
         domain = plan["domains"][plan["trays"][tray]["domain"]]
         installed = run_plan.slurm_job_map(plan["trays"][tray]["domain"],
-                                        [(names[member], address) for member, address
-                                         in zip(domain["trays"], domain["addresses"])], names[tray], options[tray])
+                                           [(names[member], address) for member, address
+                                            in zip(domain["trays"], domain["addresses"])], names[tray], options[tray])
         extra = {"slurm_config": slurm_config(config), "channel_count": count, "map_text": installed}
         extra.update((by_tray_read or {}).get(tray, {}))
         reads[tray] = per_job_read(plan, tray, **extra)

@@ -89,7 +89,7 @@ def test_tls_off_never_reloads():
 def test_new_tls_files_alone_reload_the_tray_without_a_restart():
     _model, _options, plan = tls_planned()
     after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(tls=True), "t2": wrote(tls=False), "t3": wrote(tls=False)},
-                          all_ready(plan, ["rack1"]))
+                                     all_ready(plan, ["rack1"]))
     domain = after["domains"]["rack1"]
     assert (domain["restart"], domain["reload"], domain["restart_reasons"]) == (False, {"t1": "new TLS material"}, {})
     assert after["restarting"] == [] and domain["start"] == []
@@ -120,7 +120,7 @@ def test_a_renewal_on_part_of_a_domain_is_reloaded_not_refused():
 def test_tls_files_with_a_config_change_restart_the_domain_and_reload_nothing():
     _model, _options, plan = tls_planned(reads={"t1": {"config": "IMEX_ENABLE_AUTH_ENCRYPTION=0\n"}})
     after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
-                                            "t3": wrote()}, {})
+                                                       "t3": wrote()}, {})
     domain = after["domains"]["rack1"]
     # t2 could reload alone, but the domain restarts for t1's config, which loads t2's files too.
     assert domain["restart"] is True and domain["reload"] == {}
@@ -131,7 +131,7 @@ def test_tls_files_with_a_config_change_restart_the_domain_and_reload_nothing():
 def test_a_busy_domain_whose_config_changes_is_still_refused():
     _model, _options, plan = tls_planned(reads={"t1": {"config": "IMEX_ENABLE_AUTH_ENCRYPTION=0\n"}, "t2": BUSY})
     problems = refused(run_plan.restart.restart, plan, ["rack1"], {"t1": wrote(config=True, tls=True), "t2": wrote(tls=True),
-                                                        "t3": wrote()}, {})
+                                                                   "t3": wrote()}, {})
     assert len(problems) == 1 and "domain rack1 is not restarted: work runs on it (t2: pid 4242 python3)" in problems[0]
     # t1's writes ran as predictions; t2's TLS material alone was written for real (a reload needs no restart).
     assert "Its new TLS material and config (on t1) is held back. Written before this refusal: TLS material on t2." \
@@ -141,7 +141,7 @@ def test_a_busy_domain_whose_config_changes_is_still_refused():
 def test_a_tls_change_of_a_stopped_tray_joins_without_a_reload():
     _model, _options, plan = tls_planned(reads={"t3": {"active": False}})
     after = run_plan.restart.restart(plan, ["rack1"], {"t1": wrote(), "t2": wrote(), "t3": wrote(tls=True)},
-                          all_ready(plan, ["rack1"]))
+                                     all_ready(plan, ["rack1"]))
     assert after["domains"]["rack1"]["reload"] == {} and after["domains"]["rack1"]["restart"] is False
     assert after["trays"]["t3"]["start"] is True
 
