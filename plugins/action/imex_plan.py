@@ -32,7 +32,8 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils import _run_record
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import arguments as argument_stage, stages
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.options import convert_options, run_wide_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN, convert_options
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.per_job import SLURM_JOB_SCRIPT
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.verdicts import explain, judged
 
@@ -155,7 +156,7 @@ class ActionModule(ActionBase):
         play_hosts = [str(tray) for tray in task_vars.get("ansible_play_hosts") or []]
         play_hosts_all = [str(tray) for tray in task_vars.get("ansible_play_hosts_all") or play_hosts]
         options = self._tray_options(task_vars, play_hosts, stage.reads["options"])
-        differ = run_wide_problems(play_hosts, options)
+        differ = variance_problems(RUN, play_hosts, options)
         if differ:
             raise PlanError(differ)
         first = options[play_hosts[0]]

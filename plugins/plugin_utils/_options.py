@@ -388,11 +388,9 @@ def tls_file_problems(trays, is_file=os.path.isfile):
     return problems
 
 
-# The options that must hold one value on every tray of a domain (a daemon whose peers listen elsewhere,
-# speak TLS when it does not, or lack a channel breaks the domain), and on every tray of the run. Option
-# checks run on one tray per domain or run: a value set on another tray alone would reach it unchecked.
-DOMAIN_WIDE_OPTIONS = options_of(DOMAIN)
-RUN_WIDE_OPTIONS = options_of(RUN)
+# Option checks run on one tray per domain or run: a value set on another tray alone would reach it
+# unchecked, so the options of the DOMAIN and RUN scopes must hold one value on their trays (a daemon
+# whose peers listen elsewhere, speak TLS when it does not, or lack a channel breaks the domain).
 
 
 def _compared(name, value):
@@ -441,15 +439,6 @@ def variance_problems(scope, trays, tray_options, domain_of=None):
                 problems.append("domain %s: %s differs between its trays (%s); one domain runs one daemon "
                                 "configuration: set it for the whole domain group" % (group, name, values))
     return problems
-
-
-def domain_variance_problems(model, trays, values):
-    """variance_problems(DOMAIN, ...) for the plan's present call: ``values`` maps each option of
-    DOMAIN_WIDE_OPTIONS to one value per tray of ``trays``; the domains are those of ``model``."""
-    domain_of = {node["host"]: name for name, domain in model["domains"].items() for node in domain["nodes"]}
-    tray_options = {tray: {name: held[position] for name, held in values.items() if position < len(held)}
-                    for position, tray in enumerate(trays)}
-    return variance_problems(DOMAIN, trays, tray_options, domain_of)
 
 
 def is_unit_name(value):

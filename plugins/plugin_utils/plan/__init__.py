@@ -40,13 +40,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import (
     command_timeout,
     lock_problems,
 )
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.options import (
-    OPTION_TYPES,
-    RUN_WIDE_OPTIONS,
-    convert_option,
-    convert_options,
-    run_wide_problems,
-)
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option, convert_options
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.per_job import (
     SLURM_JOB_BOUNDS,
     SLURM_JOB_MAP,
@@ -70,9 +64,9 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import (
     writes,
 )
 
-__all__ = ("LONG_COMMAND_TIMEOUT_S", "OPTION_TYPES", "PENDING_SLACK_S", "PlanError", "RUN_WIDE_OPTIONS", "SLURM_JOB_BOUNDS",
+__all__ = ("LONG_COMMAND_TIMEOUT_S", "PENDING_SLACK_S", "PlanError", "SLURM_JOB_BOUNDS",
            "SLURM_JOB_MAP", "SLURM_JOB_SCRIPT", "STAGES", "busy_guard", "busy_reasons", "command_timeout", "convert_option",
            "convert_options", "daemon", "daemon_settings", "daemon_started", "guard", "loaded_record", "lock_problems",
            "modes", "owned_settings", "pending_reload", "pending_restart", "per_job_drift", "per_job_option_problems",
-           "preflight", "read", "records", "release_restart", "restart", "run_wide_problems", "slurm_job_map",
+           "preflight", "read", "records", "release_restart", "restart", "slurm_job_map",
            "slurm_node_names", "tls_paths", "verdicts", "writes")

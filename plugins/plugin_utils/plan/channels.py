@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.options import convert_option
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option
 
 
 def channels(mode, channel0, extra, observed):

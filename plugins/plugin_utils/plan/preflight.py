@@ -11,13 +11,13 @@ import time
 
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
-    DOMAIN_WIDE_OPTIONS,
     TLS_FILE_OPTIONS,
-    domain_variance_problems,
     is_pem,
     option_problems,
     tls_file_problems,
+    variance_problems,
 )
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import DOMAIN
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
@@ -87,9 +87,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
     # Per tray, each tray's own values; a domain's trays compared with each other only.
     per_domain = {name: [tray for tray in domain_trays[name] if tray in tray_options and tray not in away]
                   for name in domains_in_run}
-    values = {name: [tray_options[tray].get(name) for tray in trays] for name in DOMAIN_WIDE_OPTIONS}
-    problems.extend(domain_variance_problems({"domains": {name: model["domains"][name] for name in domains_in_run}},
-                                             trays, values))
+    problems.extend(variance_problems(DOMAIN, trays, tray_options, model["host_domain"]))
     seen = set()
     for tray in trays:
         for problem in _tray_problems(tray, tray_options[tray], model):

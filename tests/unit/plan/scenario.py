@@ -17,6 +17,8 @@ import hashlib
 import json
 import os
 
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import nodes_checksum, render_nodes, validate_nodes
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
@@ -244,7 +246,7 @@ class Run:
     def _stages(self):
         bed, outcome = self.bed, self.outcome
         options = {tray: self.options[tray] for tray in self.play}
-        differ = run_plan.run_wide_problems(self.play, options)
+        differ = variance_problems(RUN, self.play, options)
         if differ:
             raise Refused("preflight", differ)
         plan = self._stage("preflight", run_plan.preflight.preflight, bed.model, options, self.play, outcome.run_id,

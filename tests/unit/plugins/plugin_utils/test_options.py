@@ -8,7 +8,6 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import MAX
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import DOMAIN, RUN, TRAY
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     channel_problems,
-    domain_variance_problems,
     option_problems,
     variance_problems,
 )
@@ -150,9 +149,6 @@ def test_a_tray_set_apart_from_its_domain_is_named_with_both_values():
         "domain rack2: imex_cmd_port differs between its trays (50005 on u0; 50006 on u1); one domain runs one "
         "daemon configuration: set it for the whole domain group"]
     assert variance_problems(DOMAIN, TRAYS, by_tray(values), DOMAIN_OF) == expected
-    # The plan's present call, until it calls variance_problems itself: the same sentences.
-    domains = {"rack1": {"nodes": [{"host": "t0"}, {"host": "t1"}]}, "rack2": {"nodes": [{"host": "u0"}, {"host": "u1"}]}}
-    assert domain_variance_problems({"domains": domains}, TRAYS, values) == expected
 
 
 def test_trays_outside_the_play_are_not_compared():

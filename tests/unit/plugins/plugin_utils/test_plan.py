@@ -16,6 +16,8 @@ import uuid
 import pytest
 import yaml
 
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN
+from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FILE_MODE, render_nodes, validate_nodes
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
@@ -306,7 +308,7 @@ def test_convert_options_converts_every_option_and_names_every_bad_one():
 
 
 def test_these_tests_feed_the_plan_the_role_defaults():
-    # tests/unit/roles/test_argument_specs.py keeps OPTION_TYPES and the gathered options in step with the spec.
+    # test_option_table.py keeps the option table and the gathered options in step with the spec.
     assert sorted(role_options()) == sorted(GATHERED)
     assert sorted(name for name in GATHERED if _templated(DEFAULTS[name])) == sorted(TEMPLATED)
     options = role_options()
@@ -540,12 +542,12 @@ def test_run_wide_options_that_differ_between_trays_are_named_with_each_value():
     model = model_of(TWO_RACKS)
     options = options_of(model, b2={"imex_rolling_batch": 2, "imex_report_dir": "/srv/reports"},
                          a1={"imex_backup": False, "imex_reboot_allowed": True})
-    assert run_plan.run_wide_problems(list(options), options) == [
+    assert variance_problems(RUN, list(options), options) == [
         'imex_report_dir differs between the trays of the run ("imex-reports" on a1, a2, b1; "/srv/reports" on b2); '
         "it applies to the whole run: set it once, for example in group_vars/imex_domains.yml or with -e",
         "imex_rolling_batch differs between the trays of the run (1 on a1, a2, b1; 2 on b2); it applies to the "
         "whole run: set it once, for example in group_vars/imex_domains.yml or with -e"]
-    assert run_plan.run_wide_problems(list(options_of(model)), options_of(model)) == []
+    assert variance_problems(RUN, list(options_of(model)), options_of(model)) == []
 
 
 def test_run_wide_options_are_compared_after_conversion_and_only_among_the_given_trays():
@@ -554,8 +556,8 @@ def test_run_wide_options_are_compared_after_conversion_and_only_among_the_given
     converted = {tray: run_plan.convert_options(dict(values, imex_allow_busy_restart="no"))[0]
                  for tray, values in options.items()}
     converted["a2"] = run_plan.convert_options(dict(options["a2"], imex_allow_busy_restart=False))[0]
-    assert run_plan.run_wide_problems(["a1", "a2", "b2"], converted) == []
-    assert len(run_plan.run_wide_problems(["a1", "b1"], converted)) == 1
+    assert variance_problems(RUN, ["a1", "a2", "b2"], converted) == []
+    assert len(variance_problems(RUN, ["a1", "b1"], converted)) == 1
 
 
 def test_tls_files_are_checked_on_each_tray_with_tls_on_only(tmp_path):
