@@ -49,7 +49,6 @@ _TARGET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}")
 # A report is written as <domain>.json: the domain group name must be a plain file name.
 _FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # The modes in which this collection owns the channels.
-OWN_CHANNEL_MODES = ("static", "dra_host_managed")
 _AUTH_FILE_KEYS = ("IMEX_SERVER_KEY", "IMEX_SERVER_CERT", "IMEX_SERVER_CERT_AUTH",
                    "IMEX_CLIENT_KEY", "IMEX_CLIENT_CERT", "IMEX_CLIENT_CERT_AUTH")
 _AUTH_KEYS = ("IMEX_ENABLE_AUTH_ENCRYPTION", "IMEX_AUTH_ENCRYPTION_MODE", "IMEX_AUTH_SOURCE") + _AUTH_FILE_KEYS
@@ -169,6 +168,9 @@ CHANNEL_KEYS = ("channel", "owner", "group", "mode", "state")
 def channel_problems(channels, imex_mode):
     """Isolation channel entries: numbers, owners, groups and modes a tray would refuse, duplicates,
     and any entry in a mode whose channels belong to Slurm or the DRA driver."""
+    # Imported here: the plan package, whose mode classes say who owns the channels, imports this module.
+    from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes  # pylint: disable=import-outside-toplevel
+    owner = modes.of(imex_mode).channels_owner
     problems = []
     seen = {}
     for position, entry in enumerate(channels):
@@ -183,10 +185,9 @@ def channel_problems(channels, imex_mode):
         if "channel" not in entry:
             problems.append("%s: channel is required" % label)
             continue
-        if imex_mode not in OWN_CHANNEL_MODES:
+        if owner:
             problems.append("%s: the channels belong to %s in imex_mode %s; remove imex_channels"
-                            % (label, "Slurm" if imex_mode in ("slurm", "slurm_per_job") else "the DRA driver",
-                               imex_mode))
+                            % (label, owner, imex_mode))
             continue
         try:
             number = whole_number(entry.get("channel"))

@@ -38,6 +38,8 @@ class Static:
     owns_channels = True
     # Slurm's switch/nvidia_imex owns the channels: slurm.conf is checked against the mode.
     slurm_owns_channels = False
+    # Who makes the isolation channels instead of the collection (imex_channels is refused), or None.
+    channels_owner = None
     # What else of slurm.conf the mode checks, as the warnings name it.
     slurm_conf_checks = ()
     # Who owns channel 0 instead of the collection (imex_channel0=true is refused), or None.
@@ -122,6 +124,7 @@ class Slurm(Static):
     name = "slurm"
     owns_channels = False
     slurm_owns_channels = True
+    channels_owner = "Slurm"
     channel0_owner = "Slurm switch/nvidia_imex owns the channels and reserves channel 0"
 
 
@@ -173,6 +176,7 @@ class Dra(Static):
     writes_daemon_files = False
     writes_node_list = False
     owns_channels = False
+    channels_owner = "the DRA driver"
     channel0_owner = "the Kubernetes DRA driver injects channels into its pods"
     proven_after_converge = False
 
