@@ -262,7 +262,9 @@ class ActionModule(ActionBase):
         """The imex_channels role, for the tray it runs on."""
         # The role's argument spec has refused what is not a boolean; "false" from -e is False here.
         return stage.decide(str(args.get("mode") or "static"), boolean(args.get("channel0", True), strict=False),
-                            args.get("extra") or [], _plain(args.get("observed") or {}))
+                            args.get("extra") or [], _plain(args.get("observed") or {}),
+                            reboot_allowed=boolean(args.get("reboot_allowed", False), strict=False),
+                            local=task_vars.get("ansible_connection") == "local")
 
     def _stopped(self, stage, args, task_vars):
         """The rescue of a run that stopped (before its proof, or at it): gathers what the role registered

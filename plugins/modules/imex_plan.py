@@ -85,6 +85,12 @@ options:
   observed:
     description: For O(stage=channels), the C(channels) result of M(rackscale.imex.imex_tray_info) for these channels.
     type: dict
+  reboot_allowed:
+    description:
+      - For O(stage=channels), whether a reboot may bring the channel0 option into effect (never on a tray
+        reached with C(ansible_connection=local), the controller itself).
+    type: bool
+    default: false
   report_dir:
     description:
       - For O(stage=stopped), the run's C(imex_report_dir), where the trays do not give it (their

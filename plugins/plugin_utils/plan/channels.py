@@ -11,16 +11,24 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option
 
 
-def channels(mode, channel0, extra, observed):
-    """{entries, to_ensure, owned} of one tray (extra: imex_channels_extra as given, maybe JSON or YAML text;
-    observed: imex_tray_info's channels result, {} without a read)."""
+def channels(mode, channel0, extra, observed, reboot_allowed=False, local=False):
+    """{entries, to_ensure, owned, slurm_owns, boot, reboot} of one tray (extra: imex_channels_extra as given,
+    maybe JSON or YAML text; observed: imex_tray_info's channels result, {} without a read; local: the tray is
+    the controller itself, ansible_connection=local, which a reboot would take down with the run)."""
     extra, problem = convert_option("imex_channels", extra or [])
     if problem:
         raise PlanError([problem.replace("imex_channels", "imex_channels_extra", 1)])
     owner = modes.of(mode)
     entries = owner.channel_entries(channel0, extra)
     return {"entries": entries, "to_ensure": channels_to_ensure(entries, dict(observed or {})),
-            "owned": owner.owns_channels}
+            "owned": owner.owns_channels,
+            # Said once: slurmd empties the channel directory when it starts.
+            "slurm_owns": owner.slurm_owns_channels,
+            # The boot unit for isolation channels of ours, or the removal of their entries where the
+            # channels are not ours; nothing to do for channel0 alone (the usual case).
+            "boot": not owner.owns_channels or bool(extra),
+            # Whether a reboot the channel0 option needs may be made (the module says whether it is needed).
+            "reboot": bool(reboot_allowed) and not local}
 
 
 def channels_to_ensure(entries, observed):

@@ -142,6 +142,11 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
     # never wait for each other's locks.
     run.locks = [{"domain": name, "holder": holder}
                  for wave in waves for name in wave for holder in run.domains[name].lock_holders]
+    # Refreshed as each later wave starts, so that a long run is not taken for a crashed one; the first
+    # wave's locks were taken just before it.
+    run.wave_locks = [[] if index == 0 else [lock for lock in run.locks if lock["domain"] in wave]
+                      for index, wave in enumerate(waves)]
+    run.fabric_check_skipped = bool(first["imex_skip_fabric_check"])
     # The domains whose host daemon runs all the time; per-job domains run it only under a job.
     run.host_daemon_domains = [name for name in domains_in_run if modes.of(run.domains[name].mode).runs_host_daemon]
     run.per_job_domains = [name for name in domains_in_run if modes.of(run.domains[name].mode).per_job]
@@ -171,5 +176,8 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             slurm_job_leftovers=leftovers,
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.
             tls_pem=[is_pem(options.get(option)) for option in TLS_FILE_OPTIONS],
+            channel0=bool(options["imex_channel0"]),
+            pre_restart_hook=bool(options.get("imex_pre_restart_tasks")),
+            post_restart_hook=bool(options.get("imex_post_restart_tasks")),
         )
     return run

@@ -34,6 +34,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     if gate:
         raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
     run.notes = notes or []
+    # The run goes on without them, as without any tray ssh does not reach.
+    run.unreachable = [tray for tray in run.trays if TrayRead.of(reads.get(tray)).get("unreachable", False)]
     slurm_problems, run.warnings = slurm_channel_checks(run, tray_options, reads)
     if slurm_problems:
         raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "

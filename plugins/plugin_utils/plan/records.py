@@ -99,6 +99,9 @@ class Tray:
     slurm_job_paths: dict = UNSET        # {map, prolog, epilog: tray path} in the per-job mode
     slurm_job_leftovers: list = UNSET    # the per-job installation's paths, removed outside that mode
     tls_pem: list = UNSET                # each TLS option is PEM text (True) or a controller path
+    channel0: bool = UNSET               # channel0 is wanted (imex_channel0): the imex_channels role's input
+    pre_restart_hook: bool = UNSET       # imex_pre_restart_tasks names a task file
+    post_restart_hook: bool = UNSET      # imex_post_restart_tasks names a task file
     # read
     write_nodes: bool = UNSET
     write_config: bool = UNSET
@@ -126,6 +129,11 @@ class Tray:
     start: bool = UNSET
     reload: bool = UNSET
     action: str = UNSET                  # what its restart, start or reload is, in words
+    restart_tasks: bool = UNSET          # restart.yml runs on it: it restarts or only starts
+    stop: bool = UNSET                   # its daemon is stopped for the restart (a running one: it restarts)
+    start_predicted: bool = UNSET        # under --check, the start that follows its stop counts as a change
+    pre_restart_tasks: bool = UNSET      # the operator's pre-restart tasks run on it (it restarts, a hook is given)
+    post_restart_tasks: bool = UNSET     # and the post-restart ones, after the proof (never under --check)
 
 
 @dataclasses.dataclass
@@ -183,12 +191,17 @@ class Run:
     host_daemon_domains: list = UNSET
     per_job_domains: list = UNSET
     model: dict = UNSET                  # the domain model, added by the action
+    fabric_check_skipped: bool = UNSET   # imex_skip_fabric_check: the gate does not compare NVLink fabrics
+    wave_locks: list = UNSET             # [[{domain, holder}]] per wave, refreshed as it starts ([] for the first)
     # read
     notes: list = UNSET
     warnings: list = UNSET
     probe_now: list = UNSET
     probe_skipped: list = UNSET
     judge_now: list = UNSET
+    unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
+    # restart
+    restart_locks: list = UNSET          # the locks of the wave's restarting domains, checked before the stop
     # verdicts
     proven: bool = UNSET
     outcome: str = UNSET

@@ -111,6 +111,7 @@ def restart(run, wave, writes, statuses):
     run.prove_now = [name for name in run.prove_now
                      if name not in wave or not run.domains[name].proven_before_restart]
     run.restarting = [name for name in wave if run.domains[name].restart]
+    run.restart_locks = [lock for lock in run.locks if lock["domain"] in run.restarting]
     for name in wave:
         domain = run.domains[name]
         reasons = domain.restart_reasons or {}
@@ -119,6 +120,14 @@ def restart(run, wave, writes, statuses):
             entry.restart = bool(domain.restart)
             entry.start = tray in (domain.start or [])
             entry.reload = tray in (domain.reload or {})
+            entry.restart_tasks = entry.restart or entry.start
+            # A daemon the read found stopped is not stopped again (a first converge stops nothing).
+            entry.stop = entry.restart and not entry.stopped
+            # Under --check the stop only predicts: the daemon still runs and its start alone would say "ok".
+            entry.start_predicted = entry.stop and run.check_mode
+            entry.pre_restart_tasks = entry.restart and bool(entry.pre_restart_hook)
+            # After the proof, which --check does not make (nothing restarted).
+            entry.post_restart_tasks = entry.restart and bool(entry.post_restart_hook) and not run.check_mode
             if entry.restart:
                 entry.action = "restarting all %d trays of domain %s together: %s" % (
                     len(domain.trays), name, reasons.get(tray) or "%s of its trays: %s" % (
