@@ -21,6 +21,9 @@ optionally ``| default(<literal>)``, whose name is
 
 No literal list or comparison (``imex_channels_mode in ['slurm', 'slurm_per_job']`` repeats the modes' table),
 no ``!=``/``==``, no filter but ``default`` and the emptiness test.
+
+``changed_when`` and ``failed_when`` follow the same rule, and may also join conditions with ``or`` (what the
+module said, or what the plan predicts under --check).
 """
 from __future__ import annotations
 
@@ -131,16 +134,21 @@ def condition_problem(condition, plan, outcomes, inputs):
 
 
 def when_problems(path, plan, outcomes, inputs):
-    """Every condition of a task file that decides, as '<task>: <when>: <why>'."""
+    """Every condition of a task file that decides, as '<task>: <keyword>: <condition>: <why>'."""
     problems = []
     for task in _walk(_load(path)):
-        if "when" not in task:
-            continue
-        conditions = task["when"] if isinstance(task["when"], list) else [task["when"]]
-        for condition in conditions:
-            problem = condition_problem(condition, plan, outcomes, inputs)
-            if problem:
-                problems.append("%s: when: %s: %s" % (task.get("name", "?"), condition, problem))
+        for keyword in ("when", "changed_when", "failed_when"):
+            if keyword not in task:
+                continue
+            conditions = task[keyword] if isinstance(task[keyword], list) else [task[keyword]]
+            for condition in conditions:
+                parts = [condition]
+                if keyword != "when" and isinstance(condition, str):
+                    parts = re.split(r"\s+or\s+", " ".join(condition.split()))
+                for part in parts:
+                    problem = condition_problem(part, plan, outcomes, inputs)
+                    if problem:
+                        problems.append("%s: %s: %s: %s" % (task.get("name", "?"), keyword, condition, problem))
     return problems
 
 
@@ -189,6 +197,17 @@ def test_a_seeded_computing_when_in_a_task_file_is_found(tmp_path):
     assert when_problems(str(seeded), *role_names("imex")) == [
         "Inside a block: when: imex_mode in ['slurm', 'slurm_per_job']: it computes (the rule allows a read, "
         "READ in READ, READ | length > 0, READ is changed/none)"]
+
+
+def test_a_seeded_computing_changed_when_is_found_and_an_or_of_reads_is_not(tmp_path):
+    seeded = tmp_path / "seeded.yml"
+    seeded.write_text(
+        "- name: Predicted\n  ansible.builtin.debug:\n  changed_when: __imex_daemon_start.changed or __imex_tray.stop\n"
+        "- name: Decides\n  ansible.builtin.debug:\n  failed_when: false\n"
+        "  changed_when: __imex_daemon_start.changed or (ansible_check_mode and __imex_tray.restart)\n",
+        encoding="utf-8")
+    assert [problem.split(": ")[:2] for problem in when_problems(str(seeded), *role_names("imex"))] == [
+        ["Decides", "changed_when"]]
 
 
 @pytest.mark.parametrize("condition", [
