@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
+from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import TLS_RESTART, held_material, tls_change_class
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.channels import channels_to_ensure
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon, modes, per_job
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
@@ -59,6 +60,14 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             handover.extend("domain %s: trays %s share the Slurm node name %s; the per-job map needs one name per "
                             "tray (set imex_slurm_node_name)" % (name, ", ".join(trays), node)
                             for node, trays in sorted(shared.items()) if len(trays) > 1)
+        # A TLS change is made by reload only where no tray can be cut off its peers on the way (a CA that
+        # replaces the old one outright is restart-class); judged across the domain's trays in service.
+        tls_class, domain.tls_restart_why = None, []
+        if mode.reloads_tls and any(tray_options[tray].get("imex_tls") for tray in domain.trays_in_run):
+            tls_class, domain.tls_restart_why = tls_change_class([
+                (tray, held_material(in_run[tray].get("certificate_files", {}), *run.trays[tray].read_certificate_files)
+                 if tray in in_run else None, tray_options[tray] if tray in in_run else None)
+                for tray in domain.trays if tray not in domain.out_of_service])
         pending, pending_reloads, pending_releases = {}, {}, {}
         for tray in domain.trays_in_run:
             options = tray_options[tray]
@@ -100,7 +109,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             # a new instance (its peers keep what it exports). Anything else in config.cfg takes a restart.
             entry.tls_reload_ok = bool(entry.write_tls and mode.reloads_tls and not entry.write_nodes
                                        and not entry.write_config and not why
-                                       and daemon.daemon_started(read, service) is not None)
+                                       and daemon.daemon_started(read, service) is not None
+                                       and tls_class != TLS_RESTART)
             # Written for real where only a reload follows, even in a busy or partly run domain.
             entry.tls_predicted = bool(run.check_mode or (entry.predicted and not entry.tls_reload_ok))
             # Per job, each prolog starts the daemon afresh with the files on disk.

@@ -48,6 +48,7 @@ class TrayRead:
     services_instance: dict = UNSET      # {unit: {inactive_exit, invocation_id, loaded}}
     files: dict = UNSET                  # {path: described file, content and checksum}
     stat_files: dict = UNSET             # {path: described file, no content}
+    certificate_files: dict = UNSET  # {path: {exists, sha256: [fingerprint], error}}
     compute_apps: Optional[list] = UNSET  # GPU compute processes; None when unreadable
     slurm: dict = UNSET                  # {installed, node, state, error}
     slurm_state: Optional[str] = UNSET   # an older read's Slurm node state
@@ -93,6 +94,7 @@ class Tray:
     channels_extra: list = UNSET         # the isolation channels, as a list
     read_files: list = UNSET             # files its read reads (content)
     read_stat_files: list = UNSET        # files its read only stats
+    read_certificate_files: list = UNSET  # its CA bundle and certificate, read as fingerprints
     tls_files: list = UNSET
     tls_certificate: Optional[dict] = UNSET
     per_job: bool = UNSET
@@ -159,6 +161,7 @@ class Domain:
     pending: dict = UNSET                # {tray: why its daemon runs files other than on disk}
     pending_reload: dict = UNSET
     pending_release: dict = UNSET
+    tls_restart_why: list = UNSET  # why its TLS change cannot be made by reload
     probe: Optional[dict] = UNSET
     probe_skipped: Optional[str] = UNSET
     # restart

@@ -79,6 +79,8 @@ def restart(run, wave, writes, statuses):
             if changed:
                 held_back.append("Its new %s (on %s) is held back." % (
                     " and ".join(sorted({what for tray in changed for what in changes[tray]})), ", ".join(changed)))
+            if changed and domain.tls_restart_why:
+                held_back.append("Its TLS change cannot be made by reload: %s." % "; ".join(domain.tls_restart_why))
             if stale:
                 held_back.append("Its daemons on %s do not run what is on disk (%s)."
                                  % (", ".join(stale), "; ".join(domain.pending[tray] for tray in stale)))

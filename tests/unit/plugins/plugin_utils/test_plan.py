@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 import yaml
+from cryptography import x509
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
@@ -23,6 +24,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FILE_
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import is_pem
+from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import fingerprint
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import PlanError
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
@@ -42,6 +44,8 @@ PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 # TLS material that passes the controller's checks for every address model_of gives, now and for years.
 TLS_PEM = material(ips=["198.18.%d.%d" % (group, 11 + index) for group in range(1, 5) for index in range(8)],
                    now=time.time(), days=3650)
+TLS_PEM_HELD = [[fingerprint(certificate) for certificate in x509.load_pem_x509_certificates(TLS_PEM[option].encode())]
+                for option in ("imex_tls_ca", "imex_tls_cert")]
 TWO_RACKS = {"rackA": ["a1", "a2"], "rackB": ["b1", "b2"]}
 SAME = "9f2c" * 16
 
@@ -176,6 +180,9 @@ def read_of(plan, tray, active=True, started=STARTED, nodes=None, config=None, c
         "compute_apps": [],
         "slurm": {"installed": False, "node": tray, "state": None, "error": None}, "slurm_state": None,
         "channels": {str(item["channel"]): {"changed": False} for item in entry["channel_entries"]},
+        # The TLS material on disk is TLS_PEM's (what imex_tray_info reports of ca.crt and tray.crt).
+        "certificate_files": {path: {"exists": True, "sha256": held, "error": None}
+                              for path, held in zip(entry.get("read_certificate_files") or [], TLS_PEM_HELD)},
     }
     read.update(extra)
     return read
