@@ -147,19 +147,26 @@ def pem_fingerprint(cert) -> str:
     return hashlib.sha256(ssl.PEM_cert_to_DER_cert(cert.read_text())).hexdigest()
 
 
-def test_the_peer_port_presents_the_certificate_loaded_last_and_sigusr1_counts_once_per_5_s(make_cluster, tmp_path):
-    """A handshake to the peer port shows the certificate the daemon serves: the one it loaded at start, the
-    file's new one only after a SIGUSR1 it processed, and not after one sent within 5 s of the last."""
+def one_daemon_on_live_files(make_cluster, tmp_path):
+    """A started one-node cluster whose TLS key and certificate are the files live.key and live.crt (a
+    renewal overwrites them): (cluster, ca, the first (key, certificate), live key path, live certificate path)."""
     cluster = make_cluster(1)
-    address = cluster.addresses[0]
     ca = make_ca(tmp_path, "rack-ca")
     live_key, live_cert = tmp_path / "live.key", tmp_path / "live.crt"
-    first = make_node_cert(tmp_path, ca, address)
+    first = make_node_cert(tmp_path, ca, cluster.addresses[0])
     shutil.copyfile(first[0], live_key)
     shutil.copyfile(first[1], live_cert)
     cluster.configure(0, settings=auth_settings(live_key, live_cert, ca[1]))
     cluster.start_all()
     cluster.wait_ready(0)
+    return cluster, ca, first, live_key, live_cert
+
+
+def test_the_peer_port_presents_the_certificate_loaded_last_and_sigusr1_counts_once_per_5_s(make_cluster, tmp_path):
+    """A handshake to the peer port shows the certificate the daemon serves: the one it loaded at start, the
+    file's new one only after a SIGUSR1 it processed, and not after one sent within 5 s of the last."""
+    cluster, ca, first, live_key, live_cert = one_daemon_on_live_files(make_cluster, tmp_path)
+    address = cluster.addresses[0]
     assert presented_fingerprint(address, cluster.server_port, live_key, live_cert) == pem_fingerprint(first[1])
 
     def renew(name: str):
@@ -194,16 +201,8 @@ def test_the_collections_reload_proof_holds_against_the_daemon(make_cluster, tmp
     certificate; files the daemon cannot load leave it on the old one, and the proof says so."""
     from ansible_collections.rackscale.imex.plugins.module_utils import _tls_reload
 
-    cluster = make_cluster(1)
+    cluster, ca, first, live_key, live_cert = one_daemon_on_live_files(make_cluster, tmp_path)
     address = cluster.addresses[0]
-    ca = make_ca(tmp_path, "rack-ca")
-    live_key, live_cert = tmp_path / "live.key", tmp_path / "live.crt"
-    first = make_node_cert(tmp_path, ca, address)
-    shutil.copyfile(first[0], live_key)
-    shutil.copyfile(first[1], live_cert)
-    cluster.configure(0, settings=auth_settings(live_key, live_cert, ca[1]))
-    cluster.start_all()
-    cluster.wait_ready(0)
 
     def send_signal():
         cluster.send(0, signal.SIGUSR1)
