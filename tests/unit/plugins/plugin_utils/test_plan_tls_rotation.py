@@ -30,8 +30,8 @@ def holding(ca_pem, cert_pem_text, **extra):
                                           CERT_PATH: {"exists": True, "sha256": prints(cert_pem_text), "error": None}})
 
 
-def tls_planned(reads=None, every=TLS):
-    return planned(domains=RACK, every=every, reads=reads)
+def tls_planned(reads=None, every=None):
+    return planned(domains=RACK, every=TLS if every is None else every, reads=reads)
 
 
 NEW_LEAVES = dict(imex_tls_cert=cert_pem(NEW_CERT), imex_tls_key=key_pem(NEW_KEY))
