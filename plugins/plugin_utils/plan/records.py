@@ -102,6 +102,7 @@ class Tray:
     slurm_job_leftovers: list = UNSET    # the per-job installation's paths, removed outside that mode
     tls_pem: list = UNSET                # each TLS option is PEM text (True) or a controller path
     channel0: bool = UNSET               # channel0 is wanted (imex_channel0): the imex_channels role's input
+    nodes_config_path: str = UNSET       # its node list (imex_nodes_config_path, as the plan decided it)
     pre_restart_hook: bool = UNSET       # imex_pre_restart_tasks names a task file
     post_restart_hook: bool = UNSET      # imex_post_restart_tasks names a task file
     # read
@@ -136,6 +137,7 @@ class Tray:
     start_predicted: bool = UNSET        # under --check, the start that follows its stop counts as a change
     pre_restart_tasks: bool = UNSET      # the operator's pre-restart tasks run on it (it restarts, a hook is given)
     post_restart_tasks: bool = UNSET     # and the post-restart ones, after the proof (never under --check)
+    reconnect: str = UNSET               # why its running daemon is sent SIGUSR1 to reconnect after the starts ("": not)
 
 
 @dataclasses.dataclass
@@ -196,6 +198,7 @@ class Run:
     model: dict = UNSET                  # the domain model, added by the action
     fabric_check_skipped: bool = UNSET   # imex_skip_fabric_check: the gate does not compare NVLink fabrics
     wave_locks: list = UNSET             # [[{domain, holder}]] per wave, refreshed as it starts ([] for the first)
+    require_declared_size: bool = UNSET  # imex_require_declared_size, as the plan decided it (the model's)
     # read
     notes: list = UNSET
     warnings: list = UNSET
@@ -205,6 +208,7 @@ class Run:
     unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
     # restart
     restart_locks: list = UNSET          # the locks of the wave's restarting domains, checked before the stop
+    reconnects: list = UNSET             # [{tray, service, reason}] of the wave's trays whose reconnect is set
     # verdicts
     proven: bool = UNSET
     outcome: str = UNSET
