@@ -105,6 +105,7 @@ class Tray:
     nodes_config_path: str = UNSET       # its node list (imex_nodes_config_path, as the plan decided it)
     pre_restart_hook: bool = UNSET       # imex_pre_restart_tasks names a task file
     post_restart_hook: bool = UNSET      # imex_post_restart_tasks names a task file
+    read_hosts: str = UNSET              # the hosts file its read reads for the block of slot names ("": none)
     # read
     write_nodes: bool = UNSET
     write_config: bool = UNSET
@@ -127,6 +128,9 @@ class Tray:
     channels_role: bool = UNSET          # the imex_channels role runs on it
     tls_reload_ok: bool = UNSET          # new TLS files alone: reloaded, not restarted
     tls_predicted: bool = UNSET
+    write_hosts: bool = UNSET            # its hosts file's block of slot names differs
+    write_node_list: bool = UNSET        # the one write of its node list and hosts block runs
+    node_list_predicted: bool = UNSET    # that write runs in check mode
     # restart
     restart: bool = UNSET
     start: bool = UNSET
@@ -157,6 +161,9 @@ class Domain:
     mode: str = UNSET
     service: str = UNSET
     allow_busy: bool = UNSET
+    node_names: bool = UNSET             # imex_node_names: its node list names slots (addresses: their entries)
+    slot_names: list = UNSET             # the slot names in node order ([] without imex_node_names)
+    hosts_entries: list = UNSET          # [{address, name}] of the hosts block of every tray ([]: no block)
     # read
     busy: list = UNSET                   # '<tray>: <what runs there>'
     predicted: bool = UNSET
