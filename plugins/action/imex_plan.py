@@ -31,6 +31,7 @@ from ansible_collections.rackscale.imex.plugins.filter.imex_domain import _plain
 from ansible_collections.rackscale.imex.plugins.plugin_utils import _run_record
 from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CONNECTION_VARS
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import arguments as argument_stage, stages
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.defaults import decided
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN, convert_options
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
@@ -122,7 +123,8 @@ class ActionModule(ActionBase):
                 problems.append("tray %s: its options were not gathered (the role's first task did not run on it)"
                                 % tray)
                 continue
-            options[tray], found = convert_options(raw)
+            converted, found = convert_options(raw)
+            options[tray] = decided(converted, under_awx="awx_job_id" in task_vars)
             problems.extend("tray %s: %s" % (tray, problem) for problem in found)
         if problems:
             raise PlanError(problems)

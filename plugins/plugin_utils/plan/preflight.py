@@ -147,6 +147,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
     run.wave_locks = [[] if index == 0 else [lock for lock in run.locks if lock["domain"] in wave]
                       for index, wave in enumerate(waves)]
     run.fabric_check_skipped = bool(first["imex_skip_fabric_check"])
+    run.require_declared_size = bool(first["imex_require_declared_size"])
     # The domains whose host daemon runs all the time; per-job domains run it only under a job.
     run.host_daemon_domains = [name for name in domains_in_run if modes.of(run.domains[name].mode).runs_host_daemon]
     run.per_job_domains = [name for name in domains_in_run if modes.of(run.domains[name].mode).per_job]
@@ -180,6 +181,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             # Each TLS option (CA, certificate, key) is PEM text or a controller path.
             tls_pem=[is_pem(options.get(option)) for option in TLS_FILE_OPTIONS],
             channel0=bool(options["imex_channel0"]),
+            nodes_config_path=options["imex_nodes_config_path"],
             pre_restart_hook=bool(options.get("imex_pre_restart_tasks")),
             post_restart_hook=bool(options.get("imex_post_restart_tasks")),
         )

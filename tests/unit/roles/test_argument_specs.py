@@ -3,8 +3,8 @@
 
 defaults/main.yml is what Ansible uses; meta/argument_specs.yml is what validates and documents.
 Every option of every entry point has its default in defaults/main.yml, with the same value
-where the spec states one. A default computed by a template (it depends on other options) is
-left out of the spec, whose description says what it is. The imex role's option table in Python
+where the spec states one. No default computes: one that depends on other options (or on the run) is
+null in defaults/main.yml and absent from the spec, whose description says what the plan decides. The imex role's option table in Python
 (plugins/plugin_utils/_option_table.py) is checked against the spec by test_option_table.py.
 """
 from __future__ import annotations
@@ -39,8 +39,7 @@ def default_mismatches(defaults, entry_points):
             if name not in defaults:
                 found.append("%s (%s): no default in defaults/main.yml" % (name, entry_point))
             elif isinstance(defaults[name], str) and "{{" in defaults[name]:
-                if "default" in option:
-                    found.append("%s (%s): a templated default stays out of the spec" % (name, entry_point))
+                found.append("%s (%s): its default computes (leave it null: the plan decides it)" % (name, entry_point))
             elif option.get("default") != defaults[name]:
                 found.append("%s (%s): default %r in the spec, %r in defaults/main.yml"
                              % (name, entry_point, option.get("default"), defaults[name]))
@@ -61,7 +60,7 @@ def test_a_default_that_differs_in_one_entry_point_is_found():
                                              "imex_discover_output": {"type": "str"}}}}
     defaults = {"imex_max_nodes": 18, "imex_channel0": "{{ imex_mode == 'static' }}", "imex_old": 1}
     assert default_mismatches(defaults, entry_points) == [
-        "imex_channel0 (main): a templated default stays out of the spec",
+        "imex_channel0 (main): its default computes (leave it null: the plan decides it)",
         "imex_max_nodes (discover): default 16 in the spec, 18 in defaults/main.yml",
         "imex_discover_output (discover): no default in defaults/main.yml",
         "imex_old: in defaults/main.yml, in no entry point"]

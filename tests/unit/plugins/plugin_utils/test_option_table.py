@@ -95,14 +95,15 @@ def test_a_table_or_a_gathering_that_strays_from_the_spec_is_caught():
 
 def test_the_scopes_are_those_the_run_checks():
     assert options_of(DOMAIN) == ("imex_mode", "imex_channels", "imex_settings", "imex_server_port", "imex_cmd_port",
-                                  "imex_cmd_bind_own_address", "imex_tls", "imex_tls_target_override")
+                                  "imex_cmd_bind_own_address", "imex_tls", "imex_tls_target_override", "imex_node_names")
     assert len(options_of(RUN)) == 20 and "imex_trays_out_of_service" in options_of(RUN)
-    assert len(options_of(TRAY)) == len(OPTIONS) - 20 - 8
+    assert len(options_of(TRAY)) == len(OPTIONS) - 20 - 9 and "imex_node_index" in options_of(TRAY)
     with pytest.raises(ValueError, match="scope 'rack'"):
         options_of("rack")
 
 
-@pytest.mark.parametrize("name", [name for name in GATHERED if "{{" not in str(DEFAULTS[name])])
+# Null: none given, the plan decides it (plan/defaults.py).
+@pytest.mark.parametrize("name", [name for name in GATHERED if DEFAULTS[name] is not None])
 def test_every_default_is_already_of_its_type(name):
     """The role's own defaults convert to themselves: the converter and the defaults agree on each type."""
     converted, problem = convert_option(name, DEFAULTS[name])

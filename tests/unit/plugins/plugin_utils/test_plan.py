@@ -26,6 +26,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import buil
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import is_pem
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import fingerprint
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import PlanError
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.defaults import DECIDED, decided
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 from ansible_collections.rackscale.imex.tests.unit.plugins.vendor_samples import read_sample
 
@@ -60,26 +61,14 @@ def _load(*parts):
 # What the role's first task gathers on each tray, and the role's defaults.
 GATHERED = _load("roles", "imex", "vars", "main.yml")["__imex_options"]
 DEFAULTS = _load("roles", "imex", "defaults", "main.yml")
-# The defaults that are templates, as the role evaluates them on one tray (outside AWX).
-TEMPLATED = {"imex_require_declared_size": lambda options: False,
-             "imex_channel0": lambda options: options["imex_mode"] in ("static", "dra_host_managed"),
-             "imex_nodes_config_path": lambda options: "/run/nvidia-imex/nodes_config.cfg"
-             if options["imex_mode"] == "slurm_per_job" else NODES_PATH}
-
-
-def _templated(value):
-    return isinstance(value, str) and "{{" in value
 
 
 def role_options(**overrides):
-    """One tray's options as the role gathers them: its own values over the role's defaults, with
-    the defaults that depend on other options (imex_channel0 on the mode) evaluated on that tray."""
-    options = {name: run_plan.convert_option(name, DEFAULTS[name])[0] for name in GATHERED
-               if not _templated(DEFAULTS[name])}
+    """One tray's options as the plan takes them: its own values over the role's defaults, converted, with
+    the defaults the plan decides (imex_channel0 from the mode, ...) decided for that tray (outside AWX)."""
+    options = {name: run_plan.convert_option(name, DEFAULTS[name])[0] for name in GATHERED}
     options.update(overrides)
-    for name, evaluate in TEMPLATED.items():
-        options.setdefault(name, evaluate(options))
-    return options
+    return decided(options)
 
 
 def model_of(domains, hostnames=(), order=None):
@@ -317,7 +306,9 @@ def test_convert_options_converts_every_option_and_names_every_bad_one():
 def test_these_tests_feed_the_plan_the_role_defaults():
     # test_option_table.py keeps the option table and the gathered options in step with the spec.
     assert sorted(role_options()) == sorted(GATHERED)
-    assert sorted(name for name in GATHERED if _templated(DEFAULTS[name])) == sorted(TEMPLATED)
+    # No default computes: the role leaves null what the plan decides.
+    assert [name for name in DEFAULTS if isinstance(DEFAULTS[name], str) and "{{" in DEFAULTS[name]] == []
+    assert sorted(name for name in GATHERED if DEFAULTS[name] is None) == sorted(DECIDED)
     options = role_options()
     assert (options["imex_config_path"], options["imex_nodes_config_path"], options["imex_service"]) == (
         CONFIG_PATH, NODES_PATH, SERVICE)
