@@ -21,9 +21,10 @@ import socket
 import ssl
 import time
 
-# signals.html: "SIGUSR1 will only be processed once every 5 seconds." A little more, so that a
-# signal sent again after it is never the one dropped.
-SIGUSR1_INTERVAL_S = 5.5
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_signal
+
+# signals.html: "SIGUSR1 will only be processed once every 5 seconds" (one value for every module that signals).
+SIGUSR1_INTERVAL_S = _daemon_signal.SIGUSR1_INTERVAL_S
 POLL_INTERVAL_S = 0.5
 HANDSHAKE_TIMEOUT_S = 5.0
 _PEM_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----(?P<body>[A-Za-z0-9+/=\s]*?)-----END CERTIFICATE-----")

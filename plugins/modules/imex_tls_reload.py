@@ -79,10 +79,13 @@ attributes:
     platforms: posix
 notes:
   - Needs systemd (C(systemctl kill)) and coreutils C(timeout), which bounds the call.
+  - The time of each signal is kept under C(/run/rackscale-imex/signalled), shared with
+    M(rackscale.imex.imex_reconnect). A first signal within 5 seconds of the last one waits the rest.
   - The handshake presents the tray's own certificate and key as client credentials, since the
     daemon asks its peers for one. The server certificate is compared by fingerprint, not verified.
 seealso:
   - module: rackscale.imex.imex_tray_info
+  - module: rackscale.imex.imex_reconnect
   - name: IMEX signals
     description: What SIGUSR1 does to nvidia-imex, and how often it is processed.
     link: https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/signals.html
@@ -157,12 +160,11 @@ diff:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rackscale.imex.plugins.module_utils import _tls_reload
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_signal, _tls_reload
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, replace_file
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigFile
 
-SYSTEMCTL_TIMEOUT_SECONDS = 30
 MIN_TIMEOUT_SECONDS = 12
 DEFAULT_SERVER_PORT = 50000
 
@@ -239,13 +241,14 @@ def main():
         return _tls_reload.fingerprint(_tls_reload.presented_certificate(host, port, client_cert, client_key))
 
     def send_signal():
-        rc, out, err, hung = runner.run([systemctl, 'kill', '--signal=SIGUSR1', '--kill-whom=main', '--', service],
-                                        SYSTEMCTL_TIMEOUT_SECONDS)
-        if hung or rc != 0:
-            said = (err or out).strip()
-            return 'systemctl kill --signal=SIGUSR1 %s %s%s' % (
-                service, 'did not answer within %d s' % SYSTEMCTL_TIMEOUT_SECONDS if hung else 'failed (rc %d)' % rc,
-                ': ' + said if said else '')
+        # Shared with imex_reconnect: a signal within 5 s of the last one (by either module) waits the rest.
+        try:
+            _waited, warning = _daemon_signal.send_sigusr1(module, runner, systemctl, service,
+                                                           interval=_tls_reload.SIGUSR1_INTERVAL_S)
+        except _daemon_signal.SignalError as error:
+            return str(error)
+        if warning:
+            module.warn(warning)
         return None
 
     try:

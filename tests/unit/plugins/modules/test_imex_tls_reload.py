@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import serialization
 
 from ansible.module_utils import basic
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _tls_reload
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_signal, _tls_reload
 from ansible_collections.rackscale.imex.plugins.modules import imex_tls_reload
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import cert_pem, make_ca, make_tray_cert
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_server import TlsServer, server_context, write_material
@@ -33,6 +33,7 @@ def tray(tmp_path, monkeypatch):
     monkeypatch.setattr(_tls_reload, 'SIGUSR1_INTERVAL_S', 0.3)
     monkeypatch.setattr(_tls_reload, 'POLL_INTERVAL_S', 0.05)
     monkeypatch.setattr(imex_tls_reload, 'MIN_TIMEOUT_SECONDS', 1)
+    monkeypatch.setattr(_daemon_signal, 'SIGNAL_DIR', str(tmp_path / 'signalled'))
     ca_path = tmp_path / 'ca.crt'
     ca_path.write_text(cert_pem(CA[0]))
     old = write_material(tmp_path, 'old', *OLD)
@@ -78,6 +79,12 @@ def test_a_reload_is_proven_by_the_new_certificate_then_marked(run_module, tray)
                       'nvidia-imex']]
     assert (tray[0] / 'reloaded').read_text() == 'run-7\n'
     assert result['endpoint'] == '127.0.0.1:%d' % tray[1].port
+
+
+def test_the_time_of_each_signal_is_kept_where_imex_reconnect_reads_it(run_module, tray):
+    result, _calls = run(run_module, tray)
+    assert result['_exit_code'] == 0
+    assert _daemon_signal.last_signal(_daemon_signal.signal_path('nvidia-imex')) is not None
 
 
 def test_a_reload_not_proven_writes_no_mark_and_names_what_the_daemon_presented(run_module, tray):
