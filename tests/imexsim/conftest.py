@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,10 +39,11 @@ def tool_env(testbed: Path | None = None, **extra: str) -> dict:
     return env
 
 
-def run_tool(module: str, args: list[str], *, testbed: Path | None = None, timeout: float = 30, **extra: str):
+def run_tool(module: str, args: list[str], *, testbed: Path | None = None, timeout: float = 30,
+             prefix: list[str] | None = None, **extra: str):
     """Run one simulator tool (`python -m imexsim.<module>`) to completion."""
     return subprocess.run(
-        [sys.executable, "-m", f"imexsim.{module}", *args],
+        [*(prefix or []), sys.executable, "-m", f"imexsim.{module}", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -62,6 +64,23 @@ def free_port_pair(address: str) -> tuple[int, int]:
             continue
         return port, port + 5
     raise RuntimeError(f"no free port pair on {address}")
+
+
+def can_give_own_etc_hosts() -> bool:
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
+def own_etc_hosts_prefix(hosts: Path) -> list[str]:
+    """argv prefix: run the tool in a mount namespace of its own whose /etc/hosts is HOSTS, and
+    whose name service reads files only (a tray has no DNS), as on a tray with its own /etc/hosts.
+    The file is bind-mounted: rewrite it in place (a rename would not be seen)."""
+    nsswitch = hosts.with_name("nsswitch.conf")
+    if not nsswitch.exists():
+        lines = Path("/etc/nsswitch.conf").read_text().splitlines()
+        nsswitch.write_text("".join(("hosts: files" if line.startswith("hosts:") else line) + "\n"
+                                    for line in lines))
+    script = 'mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/nsswitch.conf && shift 2 && exec "$@"'
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(hosts), str(nsswitch)]
 
 
 class SimCluster:
@@ -87,6 +106,19 @@ class SimCluster:
 
     def log_path(self, index: int) -> Path:
         return self.node_dir(index) / "nvidia-imex.log"
+
+    def hosts_path(self, index: int) -> Path:
+        """Node INDEX's own /etc/hosts: used (daemon and ctl) once it exists."""
+        return self.node_dir(index) / "hosts"
+
+    def write_hosts(self, index: int, names: dict[str, str]) -> None:
+        """(Re)write node INDEX's /etc/hosts in place: name -> address."""
+        self.hosts_path(index).write_text("127.0.0.1\tlocalhost\n" + "".join(
+            f"{address}\t{name}\n" for name, address in names.items()))
+
+    def prefix(self, index: int) -> list[str]:
+        hosts = self.hosts_path(index)
+        return own_etc_hosts_prefix(hosts) if hosts.exists() else []
 
     def configure(self, index: int, *, version: str | None = None, entries: list[str] | None = None,
                   settings: dict | None = None, faults: dict | None = None) -> None:
@@ -117,7 +149,7 @@ class SimCluster:
         """Start daemon INDEX without waiting for it."""
         with open(self.node_dir(index) / "daemon.out", "ab") as output:
             self.processes[index] = subprocess.Popen(  # pylint: disable=consider-using-with
-                [sys.executable, "-m", "imexsim.daemon", "-c", str(self.config_path(index))],
+                [*self.prefix(index), sys.executable, "-m", "imexsim.daemon", "-c", str(self.config_path(index))],
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 env=tool_env(self.testbed(index)),
@@ -158,7 +190,8 @@ class SimCluster:
         return process.wait(timeout=10)
 
     def ctl(self, index: int, *args: str, timeout: float = 30, **extra: str):
-        return run_tool("ctl", ["-c", str(self.config_path(index)), *args], testbed=self.testbed(index), timeout=timeout, **extra)
+        return run_tool("ctl", ["-c", str(self.config_path(index)), *args], testbed=self.testbed(index), timeout=timeout,
+                        prefix=self.prefix(index), **extra)
 
     def domain(self, index: int) -> dict:
         result = self.ctl(index, "-N", "-j")

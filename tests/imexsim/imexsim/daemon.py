@@ -29,6 +29,7 @@ from .imexcfg import (
     is_ip_literal,
     node_map_hash,
     read_node_entries,
+    resolve,
 )
 from .tls import AuthConfigError, build_contexts
 from .vendorlog import VendorLog
@@ -43,9 +44,11 @@ PEER_IDLE_TIMEOUT_S = 2 * LOSS_TIMEOUT_S
 CONNECT_TIMEOUT_S = 2.0
 CMD_REQUEST_TIMEOUT_S = 5.0
 # The real daemon retries an unreachable peer with exponential backoff (15, 31, 62, 125 s ...,
-# reference §4 and §8). The simulator deliberately retries at a short fixed interval so that a
-# simulated rack converges in seconds; faults.json "reconnect_interval_s" overrides it.
+# reference §4 and §8). By default the simulator deliberately retries at a short fixed interval so
+# that a simulated rack converges in seconds; faults.json "reconnect_interval_s" overrides it, and
+# "reconnect_backoff_s" (a list of waits, e.g. REAL_BACKOFF_S) makes it back off as the real one.
 DEFAULT_RECONNECT_INTERVAL_S = 2.0
+REAL_BACKOFF_S = (15, 31, 62, 125)
 # signals.html: "SIGUSR1 will only be processed once every 5 seconds."
 SIGUSR1_MIN_INTERVAL_S = 5.0
 GRACE_CHECK_INTERVAL_S = 0.25
@@ -104,9 +107,15 @@ class Options:
 class PeerLink:  # pylint: disable=too-many-instance-attributes
     """This node's view of its connection to one node of the list (one matrix cell)."""
 
-    def __init__(self, index: int, entry: str):
+    def __init__(self, index: int, entry: str, address: str | None):
         self.index = index
         self.entry = entry
+        # Where the entry pointed when it was last resolved (at start, at SIGUSR1); None: it did not.
+        self.address = address
+        self.resolve_requested = False
+        # Waits since the last good connection (or SIGUSR1): the position in the backoff schedule.
+        self.waits = 0
+        self.last_wait: float | None = None
         self.state = wire.NEVER_CONNECTED
         self.peer_instance: str | None = None
         self.lost_at: float | None = None
@@ -116,6 +125,8 @@ class PeerLink:  # pylint: disable=too-many-instance-attributes
         self.wake = asyncio.Event()
 
     def describe(self) -> str:
+        # The vendor names a node by its node-list entry, host names included (reference §1.4:
+        # "Connection established to node 1 with address imex-vm-2.imex-service...").
         return f"node {self.index} with address {self.entry}"
 
 
@@ -179,6 +190,7 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         self.bind_address = ""
         self.map_hash = ""
         self.reconnect_interval_s = DEFAULT_RECONNECT_INTERVAL_S
+        self.backoff_s: tuple[float, ...] = (DEFAULT_RECONNECT_INTERVAL_S,)
         self.server_tls = None
         self.client_tls = None
         # The server credentials each new handshake uses: those loaded at start, then at each SIGUSR1.
@@ -206,6 +218,10 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
             raise StartupError(f"faults.json reconnect_interval_s must be a positive number, not {interval!r}")
         self.reconnect_interval_s = float(interval)
+        try:
+            self.backoff_s = backoff_schedule(faults, self.reconnect_interval_s)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from exc
         self._log_configuration()
         self._identify_node()
         self.log.info("nvidia-imex persistence file /var/run/nvidia-imex/persist.dat does not exist.  Assuming no previous importers.")
@@ -248,6 +264,8 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             self.entries = read_node_entries(path)
         except OSError as exc:
             raise StartupError(f"Failed to read node configuration file {path}: {exc.strerror}") from exc
+        # Reference §1.4 (580.159.04, 590.48.01): one line per entry that is not an address, at
+        # start, after the configuration lines and before the node is identified.
         for entry in self.entries:
             if not is_ip_literal(entry):
                 self.log.info(f"Treating node config entry '{entry}' as a host name.")
@@ -264,7 +282,15 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         else:
             self.log.info(f"Identified this node as ID {self.index}, using bind address of '{entry}'")
         self.map_hash = node_map_hash(self.entries)
-        self.links = [PeerLink(index, entry) for index, entry in enumerate(self.entries)]
+        self.links = [PeerLink(index, entry, self._address_at_start(entry)) for index, entry in enumerate(self.entries)]
+
+    def _address_at_start(self, entry: str) -> str | None:
+        return entry if is_ip_literal(entry) else self._first_address(resolve(entry))
+
+    def _first_address(self, addresses: list[str]) -> str | None:
+        """The address a host name leads to: the first one of the bind address's family."""
+        family_v6 = ":" in self.bind_address
+        return next((address for address in addresses if (":" in address) == family_v6), None)
 
     def _bind_listeners(self) -> None:
         try:
@@ -393,6 +419,8 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             "index": self.index,
             "pid": os.getpid(),
             "nodes": self.entries,
+            # Test equipment: where each entry pointed when last resolved (not in the vendor's output).
+            "resolved": {str(link.index): link.address for link in self.links},
             "connections": {str(link.index): link.state for link in self.links},
             "tls": {"enabled": self.client_tls is not None, "loaded_at": self.tls_loaded_at,
                     "reloads": self.tls_reloads},
@@ -435,24 +463,66 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
 
     async def _run_link(self, link: PeerLink) -> None:
         while not self.stopping:
+            link.wake.clear()
             outcome = await self._connect_once(link)
             # Only the connection that was open when SIGUSR1 arrived counts as self-inflicted.
             link.restart_requested = False
             self._link_down(link, outcome)
-            if outcome != RESTART:
-                link.wake.clear()
-                try:
-                    async with asyncio.timeout(self.reconnect_interval_s):
-                        await link.wake.wait()
-                except TimeoutError:
-                    pass
+            if outcome == RESTART or link.wake.is_set():
+                continue  # SIGUSR1 (also one that came during a failing attempt): again at once
+            try:
+                async with asyncio.timeout(self._next_wait(link)):
+                    await link.wake.wait()
+            except TimeoutError:
+                pass
+
+    def _next_wait(self, link: PeerLink) -> float:
+        """The wait before the next attempt: the next step of the backoff schedule (its last step
+        repeats: whether the real one grows past 125 s is not published), re-read from the knobs
+        so that a running test bed can switch to the real schedule."""
+        try:
+            self.backoff_s = backoff_schedule(testbed.faults(), self.reconnect_interval_s)
+        except (testbed.KnobError, ValueError) as exc:
+            self.log.warning(f"Keeping the reconnect schedule: {exc}")
+        wait = self.backoff_s[min(link.waits, len(self.backoff_s) - 1)]
+        link.waits += 1
+        if wait != link.last_wait:  # one line per change, not one per retry
+            self.log.info(f"Next connection attempt to {link.describe()} in {wait:g} s.")
+            link.last_wait = wait
+        return wait
+
+    async def _resolve(self, link: PeerLink) -> None:
+        """Look the entry up again (getaddrinfo: /etc/hosts, then whatever nsswitch.conf names)."""
+        if is_ip_literal(link.entry):
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(link.entry, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            infos = []
+        address = self._first_address([info[4][0] for info in infos])
+        if address != link.address:
+            # The simulator's own wording: the vendor's log for this is not published.
+            self.log.info(f"Node config entry '{link.entry}' (node {link.index}) now resolves to "
+                          f"{address or 'nothing'}, was {link.address or 'nothing'}.")
+        link.address = address
 
     async def _connect_once(self, link: PeerLink) -> str:
+        # An entry is resolved at start and again after SIGUSR1 (the DRA driver's DNS-name mode
+        # relies on SIGUSR1 for "DNS name re-resolution"): a changed /etc/hosts alone moves no link.
+        # One that did not resolve is looked up again at each attempt (UNKNOWN what the real daemon
+        # does; tolerant: the peer stays unconnected and the daemon keeps retrying).
+        if link.resolve_requested or link.address is None:
+            link.resolve_requested = False
+            await self._resolve(link)
+        if link.address is None:
+            self._note_failure(link, unresolved(link.entry))
+            return FAILED
         target = self.config.get("IMEX_SECURITY_TARGET_OVERRIDE") or link.entry
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 reader, writer = await asyncio.open_connection(
-                    link.entry,
+                    link.address,
                     self.port,
                     ssl=self.client_tls,
                     server_hostname=target if self.client_tls is not None else None,
@@ -520,6 +590,7 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
     def _link_up(self, link: PeerLink, hello: dict) -> None:
         link.last_failure = ""
         link.lost_at = None
+        link.waits, link.last_wait = 0, None
         if link.peer_instance is not None and hello.get("instance") != link.peer_instance:
             self.log.info(f"Detected a new IMEX instance on {link.describe()}; cleaning up its imports and exports.")
         link.peer_instance = hello.get("instance")
@@ -576,10 +647,29 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
             self._reload_credentials()
         self.log.info("Received SIGUSR1, re-establishing all outgoing connections.")
         for link in self.links:
+            # Host names are resolved again, and a peer that was down is tried at once: the
+            # backoff starts over (what makes SIGUSR1 the way to reach a tray back from repair).
+            link.resolve_requested = True
+            link.waits, link.last_wait = 0, None
             if link.writer is not None:
                 link.restart_requested = True
                 link.writer.close()
             link.wake.set()
+
+
+def unresolved(entry: str) -> str:
+    return f"host name '{entry}' does not resolve"
+
+
+def backoff_schedule(faults: dict, interval: float) -> tuple[float, ...]:
+    """The waits between attempts to one peer: faults.json reconnect_backoff_s, else the interval."""
+    schedule = faults.get("reconnect_backoff_s")
+    if schedule is None:
+        return (interval,)
+    if not isinstance(schedule, list) or not schedule or any(
+            isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait <= 0 for wait in schedule):
+        raise ValueError(f"faults.json reconnect_backoff_s must be a list of positive numbers, not {schedule!r}")
+    return tuple(float(wait) for wait in schedule)
 
 
 def events_path() -> str | None:
