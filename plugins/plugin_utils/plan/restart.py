@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes, writes as wave_writes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.reconnect import plan_reconnects
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import registered
 
 
@@ -140,4 +141,6 @@ def restart(run, wave, writes, statuses):
             elif entry.reload:
                 entry.action = "reloading the TLS credentials of the daemon (SIGUSR1; no restart of domain %s): %s" % (
                     name, domain.reload[tray])
+    # After the starts: the running peers of the trays started reconnect to them now.
+    plan_reconnects(run, wave)
     return run

@@ -190,6 +190,8 @@ class Outcome:
         self.restarted = []     # trays
         self.planned_restart = []  # domains the restart stage decided to restart
         self.started = []       # trays
+        self.reconnected = []   # trays whose running daemon was sent SIGUSR1 to reconnect
+        self.planned_reconnect = []  # trays the restart stage decided to signal (under --check too)
         self.verdicts = {}
         self.plans = []         # the plan after each stage
 
@@ -200,7 +202,7 @@ class Outcome:
     def decisions(self):
         """What a --check run must predict of the real one: the writes, restarts and refusal."""
         return {"stopped_at": self.stopped_at, "problems": self.problems, "writes": self.would_write,
-                "restart": self.planned_restart}
+                "restart": self.planned_restart, "reconnect": self.planned_reconnect}
 
 
 def tray_options(bed, every=None, by_tray=None):
@@ -283,6 +285,7 @@ class Run:
         statuses = {name: bed.status(plan, name) for name in wave if name in plan["host_daemon_domains"]}
         plan = self._stage("restart", run_plan.restart.restart, plan, wave, writes, statuses)
         outcome.planned_restart += [name for name in wave if plan["domains"][name].get("restart")]
+        outcome.planned_reconnect += [item["tray"] for item in plan["reconnects"]]
         yield "restart"
         if self.pre_restart and plan["restarting"]:
             self.pre_restart(self, wave)
@@ -309,6 +312,11 @@ class Run:
                     bed.events.append(("restart", outcome.run_id, name, restarting))
                 outcome.restarted += restarting
                 outcome.started += starting
+            # reconnect.yml, after the starts: SIGUSR1 to a running daemon leaves it the same instance.
+            signalled = [item["tray"] for item in plan["reconnects"] if bed.trays[item["tray"]].running]
+            if signalled:
+                bed.events.append(("reconnect", outcome.run_id, wave, signalled))
+            outcome.reconnected += signalled
         yield "restarts"
         # prove.yml: a status read of the domains to prove now; the verdicts of those judged now, from it
         # or from the status read before the restarts (a domain it proved).

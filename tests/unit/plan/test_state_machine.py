@@ -29,8 +29,9 @@ INVARIANTS = (
     "a refusal says exactly what was written",
     "--check predicts exactly what the real run does",
     "every refusal names its tray or domain",
+    "the running peers of a tray started reconnect to it",
 )
-BUSY, TOGETHER, AWAY, LOCKS, WRITTEN, CHECK, NAMED = INVARIANTS
+BUSY, TOGETHER, AWAY, LOCKS, WRITTEN, CHECK, NAMED, RECONNECT = INVARIANTS
 WRITTEN_SENTENCE = re.compile(r"(Nothing was written\.|Written before this refusal: (?P<list>[^.]*)\.)")
 
 
@@ -188,6 +189,11 @@ class Explorer:
             for problem in outcome.problems:
                 if not any(name in problem for name in self.trays + ["domain " + bed.domain]):
                     self.fail(NAMED, "%s: %r" % (outcome.run_id, problem))
+        peers = [tray for tray in in_service if tray in play and tray not in outcome.started + outcome.restarted
+                 and bed.trays[tray].running and bed.trays[tray].reachable]
+        if outcome.started and not set(peers) <= set(outcome.reconnected):
+            self.fail(RECONNECT, "%s started %s; its running peers %s reconnected only %s"
+                      % (outcome.run_id, outcome.started, peers, outcome.reconnected))
         quiet = not away and arguments["limit"] is None and not concurrent and all(
             bed.trays[tray].reachable and not bed.trays[tray].work for tray in self.trays)
         if quiet and not outcome.refused:
@@ -285,6 +291,16 @@ def refusals_without_names(monkeypatch):
     _wrap(monkeypatch, run_plan.restart, "restart", after)
 
 
+def reconnect_forgotten(monkeypatch):
+    def nobody(run, wave):
+        for name in wave:
+            for tray in run.domains[name].trays_in_run:
+                run.trays[tray].reconnect = ""
+        run.reconnects = []
+        return run
+    monkeypatch.setattr(run_plan.restart, "plan_reconnects", nobody)
+
+
 ALTERATIONS = [
     (busy_ignored, BUSY),
     (one_tray_left_running, TOGETHER),
@@ -293,6 +309,7 @@ ALTERATIONS = [
     (says_nothing_was_written, WRITTEN),
     (check_mode_blind_to_pending, CHECK),
     (refusals_without_names, NAMED),
+    (reconnect_forgotten, RECONNECT),
 ]
 
 
