@@ -5,6 +5,7 @@ unshare needed, else skipped), as a tray resolves names through its own /etc/hos
 """
 from __future__ import annotations
 
+import json
 import re
 import signal
 import time
@@ -151,6 +152,20 @@ def test_a_tray_back_from_repair_is_seen_after_the_backoff_unless_its_peers_are_
     cluster.send(0, signal.SIGUSR1)
     cluster.wait_for_cell(0, 1, wire.CONNECTED)
     assert status(cluster, 0)["pid"] == pid
+
+
+def test_a_schedule_changed_while_running_is_taken_at_the_next_wait_and_a_bad_one_is_ignored(make_cluster):
+    cluster = make_cluster(2)
+    cluster.start(0)                                  # node 1 is down: 0.5 s retries
+    cluster.wait_for_log(0, "Next connection attempt to node 1 with address")
+    knobs = cluster.testbed(0) / "faults.json"
+    knobs.write_text(json.dumps({"reconnect_backoff_s": "often"}))
+    cluster.wait_for_log(0, "Keeping the reconnect schedule: faults.json reconnect_backoff_s must be a list")
+    knobs.write_text(json.dumps({"reconnect_backoff_s": [0.3, 60]}))
+    cluster.wait_for_log(0, "in 60 s.")
+    time.sleep(1)
+    log = cluster.log_path(0).read_text()
+    assert log.count("Keeping the reconnect schedule") == 1 and log.count("in 60 s.") == 1
 
 
 def test_a_bad_backoff_schedule_stops_the_daemon_at_start(make_cluster):

@@ -191,6 +191,7 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         self.map_hash = ""
         self.reconnect_interval_s = DEFAULT_RECONNECT_INTERVAL_S
         self.backoff_s: tuple[float, ...] = (DEFAULT_RECONNECT_INTERVAL_S,)
+        self.schedule_problem = ""
         self.server_tls = None
         self.client_tls = None
         # The server credentials each new handshake uses: those loaded at start, then at each SIGUSR1.
@@ -482,8 +483,11 @@ class Daemon:  # pylint: disable=too-many-instance-attributes
         so that a running test bed can switch to the real schedule."""
         try:
             self.backoff_s = backoff_schedule(testbed.faults(), self.reconnect_interval_s)
+            self.schedule_problem = ""
         except (testbed.KnobError, ValueError) as exc:
-            self.log.warning(f"Keeping the reconnect schedule: {exc}")
+            if str(exc) != self.schedule_problem:  # once per problem, not once per wait
+                self.log.warning(f"Keeping the reconnect schedule: {exc}")
+                self.schedule_problem = str(exc)
         wait = self.backoff_s[min(link.waits, len(self.backoff_s) - 1)]
         link.waits += 1
         if wait != link.last_wait:  # one line per change, not one per retry
