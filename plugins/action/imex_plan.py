@@ -174,7 +174,8 @@ class ActionModule(ActionBase):
         tags = set(task_vars.get("ansible_run_tags") or ["all"])
         report_only = REPORT_ONLY_TAG in tags and not tags & set(PHASE_TAGS)
         plan = stage.decide(built["model"], options, play_hosts, run_id=run_id(task_vars.get("awx_job_id")),
-                            check_mode=bool(task_vars.get("ansible_check_mode")), report_only=report_only)
+                            check_mode=bool(task_vars.get("ansible_check_mode")), report_only=report_only,
+                            converge=bool(args.get("converge", True)))
         plan["model"] = built["model"]
         return plan
 

@@ -69,6 +69,8 @@ options:
     description:
       - For O(stage=read), whether the run may change the trays (V(false) for a read-only proof, which
         refuses no hand-over to the DRA driver and proves every domain, in check mode too).
+      - For O(stage=preflight), V(false) puts every domain in one wave (a proof changes nothing, so it does
+        not stop at the first unhealthy domain).
     type: bool
     default: true
   mode:

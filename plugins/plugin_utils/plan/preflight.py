@@ -57,7 +57,7 @@ def _tray_problems(tray, options, model):
 
 @builds_register
 def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_only=False, is_file=os.path.isfile,
-              tls_check_time=None, read_text=None):
+              tls_check_time=None, read_text=None, converge=True):
     """The plan of a run before any tray is contacted; PlanError with every problem.
 
     tls_check_time: epoch seconds at which each tray's certificate must be valid (and stay valid for
@@ -110,10 +110,11 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
         raise PlanError(problems)
 
     batch = max(first["imex_rolling_batch"], 1)
-    if first["imex_rolling"] and not report_only:
+    if first["imex_rolling"] and converge and not report_only:
         waves = [domains_in_run[start:start + batch] for start in range(0, len(domains_in_run), batch)]
     else:
-        # A report changes nothing: every domain in one wave, so it does not stop at the first unhealthy one.
+        # A report or a proof (validate.yml, converge false) changes nothing: every domain in one wave, so it
+        # does not stop at the first unhealthy one.
         waves = [domains_in_run] if domains_in_run else []
     run = Run(run_id=run_id, check_mode=bool(check_mode), report_only=bool(report_only), waves=waves, domains={},
               trays={}, locks=[], prove_now=[], restarting=[], verdicts=[], run_verdicts=[], explain=[],

@@ -205,6 +205,10 @@ class Run:
     model: dict = UNSET                  # the domain model, added by the action
     fabric_check_skipped: bool = UNSET   # imex_skip_fabric_check: the gate does not compare NVLink fabrics
     wave_locks: list = UNSET             # [[{domain, holder}]] per wave, refreshed as it starts ([] for the first)
+    # [[domain]] per wave, what its loops go over (derived by to_register, see WAVE_LISTS)
+    wave_status_reads: list = UNSET      # the domains whose status is read before the restarts
+    wave_proofs: list = UNSET            # the domains proven by a status read after them
+    wave_verdicts: list = UNSET          # the domains judged
     require_declared_size: bool = UNSET  # imex_require_declared_size, as the plan decided it (the model's)
     # read
     notes: list = UNSET
@@ -251,11 +255,19 @@ def _set_fields(record):
             if field.name != "raw" and getattr(record, field.name) is not UNSET}
 
 
+# The lists each wave's loops read (by the wave's index), derived from the run's lists of domains in one
+# place, so that no stage leaves them out of step: {wave list: the run's list it takes the wave's domains of}.
+WAVE_LISTS = {"wave_status_reads": "host_daemon_domains", "wave_proofs": "prove_now", "wave_verdicts": "judge_now"}
+
+
 def to_register(run):
-    """The register's JSON of a Run: plain dicts and lists, UNSET fields left out."""
+    """The register's JSON of a Run: plain dicts and lists, UNSET fields left out, the WAVE_LISTS derived."""
     if not isinstance(run, Run):
         return run
     found = _set_fields(run)
+    for wave_list, source in WAVE_LISTS.items():
+        if "waves" in found and source in found:
+            found[wave_list] = [[name for name in wave if name in found[source]] for wave in found["waves"]]
     if "domains" in found:
         found["domains"] = {name: _set_fields(domain) for name, domain in found["domains"].items()}
     if "trays" in found:

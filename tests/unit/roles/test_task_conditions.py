@@ -24,6 +24,10 @@ no ``!=``/``==``, no filter but ``default`` and the emptiness test.
 
 ``changed_when`` and ``failed_when`` follow the same rule, and may also join conditions with ``or`` (what the
 module said, or what the plan predicts under --check).
+
+A ``loop:`` reads one list, ``{{ READ }}``: a plan field (the wave's lists are fields indexed by the wave,
+``__imex_run.wave_proofs[__imex_wave_index]``), a module's outcome, a loop variable or a constant of the role's
+vars/main.yml; never a ``select``, ``selectattr``, ``flatten`` or other filter over them.
 """
 from __future__ import annotations
 
@@ -152,6 +156,42 @@ def when_problems(path, plan, outcomes, inputs):
     return problems
 
 
+def role_constants(role):
+    """The names of a role's vars/main.yml that hold no template of their own (lists and mappings of wiring)."""
+    path = os.path.join("roles", role, "vars", "main.yml")
+    if not os.path.exists(os.path.join(ROOT, path)):
+        return set()
+    return {name for name, value in (_load(path) or {}).items() if not isinstance(value, str)}
+
+
+def loop_problem(loop, plan, outcomes, constants):
+    """Why a ``loop:`` computes instead of reading one list (the rule above), or None."""
+    text = " ".join(str(loop).split())
+    template = re.fullmatch(r"\{\{\s*(.*?)\s*\}\}", text)
+    read = _FORMS[0].match(template.group(1)) if template else None
+    if not read:
+        return "it computes (a loop reads one list: {{ READ }})"
+    if read.group("root") not in plan | outcomes | MAGIC | constants:
+        return "%s is neither a plan field, a module's outcome nor a constant of the role" % read.group("root")
+    return None
+
+
+# The older loop keywords (with_<lookup>), told apart from module arguments such as with_logs.
+_WITH_LOOP = re.compile(r"^with_(?:items|list|dict|indexed_items|flattened|nested|together|sequence|subelements|"
+                        r"fileglob|lines|first_found|random_choice|cartesian|inventory_hostnames)$")
+
+
+def loop_problems(path, plan, outcomes, constants):
+    """Every loop of a task file that computes, as '<task>: <keyword>: <loop>: <why>'."""
+    problems = []
+    for task in _walk(_load(path)):
+        for keyword in [key for key in task if key == "loop" or _WITH_LOOP.match(str(key))]:
+            problem = "use loop:" if keyword != "loop" else loop_problem(task[keyword], plan, outcomes, constants)
+            if problem:
+                problems.append("%s: %s: %s: %s" % (task.get("name", "?"), keyword, task[keyword], problem))
+    return problems
+
+
 def test_every_role_task_and_handler_file_is_checked():
     roles = {path.split(os.sep)[1] for path in TASK_FILES}
     assert roles == set(os.listdir(os.path.join(ROOT, "roles")))
@@ -162,6 +202,40 @@ def test_every_role_task_and_handler_file_is_checked():
 def test_every_when_reads_a_plan_field_a_module_outcome_or_a_role_input(path):
     plan, outcomes, inputs = role_names(path.split(os.sep)[1])
     assert when_problems(path, plan, outcomes, inputs) == []
+
+
+@pytest.mark.parametrize("path", TASK_FILES)
+def test_every_loop_reads_one_plan_field_module_outcome_or_constant(path):
+    role = path.split(os.sep)[1]
+    plan, outcomes, _inputs = role_names(role)
+    assert loop_problems(path, plan, outcomes, role_constants(role)) == []
+
+
+@pytest.mark.parametrize(("loop", "why"), [
+    ("{{ __imex_wave | select('in', __imex_run.prove_now) | list }}", "it computes"),
+    ("{{ __imex_locks.results | default([]) | selectattr('lock', 'defined') | list }}", "it computes"),
+    ("{{ __imex_run.waves | flatten }}", "it computes"),
+    ("{{ imex_channels }}", "neither a plan field"),
+    ("{{ __imex_run.wave_proofs[__imex_wave_index] }}", None),
+    ("{{ __imex_run.probe_now | default([]) }}", None),
+    ("{{ __imex_tls_files }}", None),
+])
+def test_a_computing_loop_is_refused_and_a_read_passes(loop, why):
+    plan, outcomes, _inputs = role_names("imex")
+    problem = loop_problem(loop, plan, outcomes, role_constants("imex"))
+    assert problem is None if why is None else why in problem
+
+
+def test_a_seeded_computing_loop_in_a_task_file_is_found(tmp_path):
+    seeded = tmp_path / "seeded.yml"
+    seeded.write_text(
+        "- name: Reads the plan\n  ansible.builtin.debug:\n  loop: \"{{ __imex_run.wave_proofs[__imex_wave_index] }}\"\n"
+        "- name: Selects\n  block:\n    - name: Inside a block\n      ansible.builtin.debug:\n"
+        "      loop: \"{{ __imex_wave | select('in', __imex_run.prove_now) | list }}\"\n"
+        "- name: Old style\n  ansible.builtin.debug:\n  with_items: \"{{ __imex_run.explain }}\"\n", encoding="utf-8")
+    assert [problem.split(": ")[:2] for problem in loop_problems(str(seeded), *role_names("imex")[:2],
+                                                                 role_constants("imex"))] == [
+        ["Inside a block", "loop"], ["Old style", "with_items"]]
 
 
 def test_the_plan_variables_are_found():
