@@ -52,6 +52,32 @@ options:
       - Off by default so the list can be written before the node's address is configured.
     type: bool
     default: false
+  hosts_entries:
+    description:
+      - The managed block of O(hosts_path) that maps the node list's host names (slot names) to addresses,
+        written in the same run as the node list; V([]) removes the block. Not given, O(hosts_path) is not
+        touched.
+      - Everything outside the block (what cloud-init, the operator or another tool keep there) is kept as
+        it is; the file keeps its owner, group and mode. A name that a line outside the block maps too is
+        refused, naming the line, as are markers broken by hand.
+      - With O(require_local), host names of O(nodes) are resolved through these entries.
+    type: list
+    elements: dict
+    version_added: 0.4.0
+    suboptions:
+      address:
+        description: IPv4 or IPv6 address.
+        type: str
+        required: true
+      name:
+        description: Host name (RFC 1123), each used once.
+        type: str
+        required: true
+  hosts_path:
+    description: The hosts file of O(hosts_entries).
+    type: path
+    default: /etc/hosts
+    version_added: 0.4.0
   owner:
     description: Owner (name or uid) of the file, enforced at every run (and on the backup copy).
     type: str
@@ -89,6 +115,15 @@ EXAMPLES = r"""
     nodes:
       - rack1-tray01.fabric.example
       - rack1-tray02.fabric.example
+
+- name: Slot names, mapped to the trays' addresses in a managed block of /etc/hosts
+  rackscale.imex.imex_nodes_config:
+    nodes: [rack1-slot-00, rack1-slot-01]
+    hosts_entries:
+      - {address: 198.18.1.11, name: rack1-slot-00}
+      - {address: 198.18.1.12, name: rack1-slot-01}
+    require_local: true
+    backup: true
 """
 
 RETURN = r"""
@@ -103,6 +138,26 @@ checksum:
   returned: success
   type: str
   sample: 3c1f7a0d0f6e4c6b1c8f1e9c2e7d0b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c
+nodes_changed:
+  description: Whether the node list changed (content or attributes).
+  returned: success
+  type: bool
+  version_added: 0.4.0
+hosts_changed:
+  description: Whether the managed block of O(hosts_path) changed; V(false) without O(hosts_entries).
+  returned: success
+  type: bool
+  version_added: 0.4.0
+hosts_checksum:
+  description: SHA-256 of the managed block as written (markers included); V(null) for no block.
+  returned: when O(hosts_entries) is given
+  type: str
+  version_added: 0.4.0
+hosts_backup_file:
+  description: Path of the backup copy of O(hosts_path), when O(backup=true) and its block changed.
+  returned: when a backup of O(hosts_path) was made
+  type: str
+  version_added: 0.4.0
 local_index:
   description: Index of the first entry that is an address of this host, null when none is.
   returned: success
@@ -114,9 +169,11 @@ backup_file:
   type: str
   sample: /etc/nvidia-imex/nodes_config.cfg.1234.2026-11-22@10:00:00~
 diff:
-  description: Content before and after, with C(before_header) and C(after_header) naming the file.
+  description:
+    - Content before and after, with C(before_header) and C(after_header) naming the file; a list of the
+      node list's and the hosts file's when the managed block of O(hosts_path) changed.
   returned: when diff mode is enabled
-  type: dict
+  type: raw
 """
 
 import os
@@ -126,7 +183,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rackscale.imex.plugins.module_utils._files import (
     FileOpError,
     ensure_directory,
+    read_text,
     replace_file,
+)
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import (
+    HOSTS_PATH,
+    HostsBlockError,
+    block_digest,
+    names_outside,
+    replace_block,
+    split,
+    validate_entries,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import (
     FILE_GROUP,
@@ -155,6 +222,11 @@ def main():
             owner=dict(type="str", default=FILE_OWNER),
             group=dict(type="str", default=FILE_GROUP),
             mode=dict(type="raw", default=FILE_MODE),
+            hosts_entries=dict(type="list", elements="dict", options=dict(
+                address=dict(type="str", required=True),
+                name=dict(type="str", required=True),
+            )),
+            hosts_path=dict(type="path", default=HOSTS_PATH),
         ),
         add_file_common_args=True,
         supports_check_mode=True,
@@ -171,7 +243,16 @@ def main():
     except NodesError as exc:
         module.fail_json(msg="%s: %s" % (path, exc))
 
-    local = find_local(entries)
+    hosts = None
+    if params["hosts_entries"] is not None:
+        hosts = _hosts_text(module, params["hosts_path"], params["hosts_entries"])
+    resolver = {}
+    if hosts is not None:
+        # The names resolve through the block about to be written (also in check mode, before it is).
+        for address, name in hosts["entries"]:
+            resolver.setdefault(name.rstrip(".").lower(), []).append(address)
+    local = find_local(entries, **({"resolver": lambda name: resolver.get(name.rstrip(".").lower(), [])}
+                                   if hosts is not None else {}))
     if params["require_local"] and not local:
         module.fail_json(
             msg="%s: none of the entries (%s) is an address of this host; the IMEX daemon would refuse to start "
@@ -182,24 +263,59 @@ def main():
                     % (path, ", ".join("nodes[%d] %r" % (i, entries[i].text) for i in local)))
 
     content = render_nodes(entries)
+    hosts_outcome = None
     try:
+        # The block first: the daemon that starts on the new node list resolves its names through it.
+        if hosts is not None:
+            # The hosts file keeps its owner, group and mode (no file arguments: those are the node list's).
+            hosts_outcome = replace_file(module, params["hosts_path"], hosts["text"], backup=params["backup"])
         created_dir = ensure_directory(module, os.path.dirname(os.path.abspath(path)), 0o755, 0, 0)
         outcome = replace_file(module, path, content, backup=params["backup"],
                                file_args=module.load_file_common_arguments(params, path=path))
     except FileOpError as exc:
         module.fail_json(msg=str(exc))
 
+    nodes_changed = created_dir or outcome["changed"]
+    hosts_changed = bool(hosts_outcome and hosts_outcome["changed"])
     result = dict(
-        changed=created_dir or outcome["changed"],
+        changed=nodes_changed or hosts_changed,
+        nodes_changed=nodes_changed,
+        hosts_changed=hosts_changed,
         nodes=[entry.text for entry in entries],
         checksum=nodes_checksum(content),
         local_index=local[0] if local else None,
     )
     if outcome["backup_file"]:
         result["backup_file"] = outcome["backup_file"]
+    if hosts is not None:
+        result["hosts_checksum"] = hosts["checksum"]
+        if hosts_outcome["backup_file"]:
+            result["hosts_backup_file"] = hosts_outcome["backup_file"]
     if module._diff:
-        result["diff"] = outcome["diff"]
+        result["diff"] = [outcome["diff"], hosts_outcome["diff"]] if hosts_changed else outcome["diff"]
     module.exit_json(**result)
+
+
+def _hosts_text(module, path, wanted):
+    """{text, entries, checksum} of the hosts file with its block holding ``wanted`` (None where no block is
+    wanted and there is no file); fails naming what is wrong (an entry, broken markers, a slot name mapped
+    outside the block) before anything is written."""
+    try:
+        entries = validate_entries(wanted)
+        current = read_text(path)
+        if current is None and not entries:
+            return None  # no block wanted and no file: nothing to create
+        text = replace_block(current or "", entries)
+        outside = names_outside(text, [name for _address, name in entries])
+    except HostsBlockError as exc:
+        module.fail_json(msg="%s: %s" % (path, exc))
+    except FileOpError as exc:
+        module.fail_json(msg=str(exc))
+    if outside:
+        module.fail_json(msg="%s: lines outside the block of rackscale.imex map %s too: the resolver could answer with "
+                             "them; remove them" % (path, "; ".join("%s (line %s)" % (name, ", ".join(map(str, lines)))
+                                                                     for name, lines in sorted(outside.items()))))
+    return dict(text=text, entries=entries, checksum=block_digest(split(text)[1]))
 
 
 if __name__ == "__main__":

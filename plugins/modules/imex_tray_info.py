@@ -73,6 +73,20 @@ options:
     elements: path
     default: []
     version_added: 0.4.0
+  hosts_file:
+    description:
+      - The hosts file whose managed block of slot names (between the C(rackscale.imex node names) markers)
+        to describe in RV(hosts_block), for a node list that names slots (C(imex_node_names)).
+    type: path
+    version_added: 0.4.0
+  hosts_names:
+    description:
+      - Slot names whose lines outside the managed block of O(hosts_file) to name in RV(hosts_block)
+        (the resolver could answer with such a line instead of the block's).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
   services:
     description:
       - systemd units whose state (C(systemctl is-active)) to report in RV(services), and for those that
@@ -620,6 +634,33 @@ slurm_config:
           an epilog, C(PrologTimeout) or C(EpilogTimeout) where the release has them, else C(PrologEpilogTimeout);
           V(null) when unlimited).
       type: dict
+hosts_block:
+  description: The managed block of slot names of O(hosts_file).
+  returned: when O(hosts_file) is given
+  type: dict
+  version_added: 0.4.0
+  sample: {path: /etc/hosts, exists: true, sha256: 9f2c..., entries: [[198.18.1.11, rack07-slot-00]],
+           names_outside: {}, error: null}
+  contains:
+    path:
+      description: O(hosts_file).
+      type: str
+    exists:
+      description: Whether the file exists.
+      type: bool
+    sha256:
+      description: SHA-256 of the block's text, markers included; V(null) when the file holds no block.
+      type: str
+    entries:
+      description: The block's C([address, name]) pairs as written.
+      type: list
+      elements: list
+    names_outside:
+      description: Each name of O(hosts_names) that lines outside the block map too, with their line numbers.
+      type: dict
+    error:
+      description: Why the file or its block could not be read (broken markers name their lines); V(null) when it was.
+      type: str
 channel_count:
   description: The loaded driver's C(NVreg_ImexChannelCount), with O(channel_count).
   returned: when O(channel_count) is true
@@ -650,7 +691,8 @@ import os
 import socket
 import time
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _daemon_record, _fabric, _running_release
+from ansible_collections.rackscale.imex.plugins.module_utils import _activity, _ctl, _daemon_record, _fabric, _hosts_block
+from ansible_collections.rackscale.imex.plugins.module_utils import _running_release
 from ansible_collections.rackscale.imex.plugins.module_utils import _slurm, _tls_reload
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
 from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
@@ -971,6 +1013,23 @@ def certificate_fingerprints(path):
                     error='cannot read %s: %s' % (path, error.strerror or error))
 
 
+def hosts_block(path, names):
+    """{path, exists, sha256, entries, names_outside, error} of the managed block of a hosts file."""
+    found = dict(path=path, exists=False, sha256=None, entries=[], names_outside={}, error=None)
+    try:
+        text = read_text(path)
+    except FileOpError as error:
+        found.update(exists=None, error=str(error))
+        return found
+    if text is None:
+        return found
+    described = _hosts_block.describe(text)
+    found.update(exists=True, sha256=described['sha256'], entries=described['entries'], error=described['error'])
+    if not described['error']:
+        found['names_outside'] = _hosts_block.names_outside(text, names)
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -1003,6 +1062,8 @@ def main():
                 mode=dict(type='str'),
             )),
             channels_modprobe_path=dict(type='path', default=MODPROBE_PATH),
+            hosts_file=dict(type='path'),
+            hosts_names=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -1068,6 +1129,8 @@ def main():
         result['slurm_config'] = slurm_config(module, runner)
     if params['channel_count']:
         result['channel_count'] = channel_count(params['channel_count_paths'])
+    if params['hosts_file']:
+        result['hosts_block'] = hosts_block(params['hosts_file'], params['hosts_names'])
     if params['channels']:
         paths = dict(PATH_DEFAULTS)
         paths['modprobe_path'] = params['channels_modprobe_path']

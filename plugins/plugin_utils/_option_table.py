@@ -57,6 +57,8 @@ OPTIONS = {
     "imex_tls_key": Option("str", TRAY),
     "imex_tls_target_override": Option("str", DOMAIN),
     "imex_tls_min_days_left": Option("int", TRAY),
+    "imex_node_names": Option("bool", DOMAIN),
+    "imex_node_index": Option("int", TRAY),
     "imex_backup": Option("bool", TRAY),
     # Locks, the busy guard and the operator's hooks.
     "imex_lock_wait_s": Option("int", RUN),
@@ -91,9 +93,9 @@ OPTIONS = {
     "imex_discover_output": Option("str", RUN),
 }
 
-# Options the role does not gather as options: the domain model reads imex_domain from the inventory,
-# and imex_discover_output belongs to the discover entry point alone.
-NOT_GATHERED = ("imex_domain", "imex_discover_output")
+# Options the role does not gather as options: the domain model reads imex_domain and imex_node_index
+# from the inventory, and imex_discover_output belongs to the discover entry point alone.
+NOT_GATHERED = ("imex_domain", "imex_node_index", "imex_discover_output")
 GATHERED = tuple(name for name in OPTIONS if name not in NOT_GATHERED)
 
 

@@ -50,6 +50,9 @@ class Static:
     per_job = False
     # A converge proves the domain (else only validate.yml does).
     proven_after_converge = True
+    # The node list may name slots (imex_node_names), mapped to addresses in each tray's /etc/hosts; else why not.
+    node_names = True
+    node_names_refused = None
 
     def option_problems(self, options):
         """Problems of the mode's own options on one tray."""
@@ -57,6 +60,9 @@ class Static:
         if self.channel0_owner and options.get("imex_channel0"):
             problems.append("imex_mode=%s conflicts with imex_channel0=true: %s; set imex_channel0 to false"
                             % (self.name, self.channel0_owner))
+        if options.get("imex_node_names") and not self.node_names:
+            problems.append("imex_mode=%s does not take imex_node_names=true: %s; set imex_node_names to false"
+                            % (self.name, self.node_names_refused))
         return problems
 
     def channel_entries(self, channel0, extra):
@@ -116,6 +122,8 @@ class DraHostManaged(Static):
 
     name = "dra_host_managed"
     unix_socket = True
+    node_names = False
+    node_names_refused = "the DRA driver's kubelet plugin works with the address list"
 
 
 class Slurm(Static):
@@ -138,6 +146,8 @@ class SlurmPerJob(Slurm):
     reloads_tls = False
     per_job = True
     slurm_conf_checks = ("PrologFlags", "Prolog and Epilog")
+    node_names = False
+    node_names_refused = "the prolog writes each job's node list of addresses"
 
     def option_problems(self, options):
         return super().option_problems(options) + per_job.per_job_option_problems(options)
@@ -179,6 +189,8 @@ class Dra(Static):
     channels_owner = "the DRA driver"
     channel0_owner = "the Kubernetes DRA driver injects channels into its pods"
     proven_after_converge = False
+    node_names = False
+    node_names_refused = "the DRA driver writes its own node list of names in its pods"
 
     def handover_problems(self, name, domain, reads, converge):
         if not converge:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import HOSTS_PATH
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import ConfigError, validate_settings
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
     TLS_FILE_OPTIONS,
@@ -19,7 +20,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._options import (
 )
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import DOMAIN
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes, node_names
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import lock_holders, lock_problems, lock_problems_away
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import Domain, Run, Tray, builds_register
@@ -53,6 +54,11 @@ def _tray_problems(tray, options, model):
     problems.extend(option_problems(options, {"domains": {domain: model["domains"][domain]},
                                               "host_domain": model["host_domain"]}))
     return ["domain %s: %s" % (domain, problem) for problem in problems]
+
+
+def _names_on(trays, tray_options):
+    """imex_node_names of a domain (one value per domain: the variance check refuses a mix)."""
+    return bool(trays) and bool(tray_options[trays[0]].get("imex_node_names"))
 
 
 @builds_register
@@ -95,12 +101,18 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
                 seen.add(problem)
                 problems.append(problem)
     problems.extend(lock_problems(first))
+    problems.extend(node_names.preflight_problems(model, tray_options, trays, first.get("imex_driver_version")))
+    # Each domain's node list: its slot names (imex_node_names, one value per domain) or its addresses.
+    entries = {name: node_names.node_list(name, model["domains"][name], _names_on(per_domain[name], tray_options))
+               for name in domains_in_run}
     tls_trays = [tray for tray in trays if tray_options[tray].get("imex_tls")]
     missing = tls_file_problems([(tray, tray_options[tray]) for tray in tls_trays], is_file=is_file)
     problems.extend(missing)
     certificates = {}
     if tls_trays and not missing:
-        addresses = {node["host"]: node["address"] for name in domains_in_run for node in model["domains"][name]["nodes"]}
+        # Peers check a certificate against the tray's node list entry: its address, or its slot name.
+        addresses = {node["host"]: entries[name][position] for name in domains_in_run
+                     for position, node in enumerate(model["domains"][name]["nodes"])}
         certificates, found = tls_problems_and_expiry(
             [(tray, addresses[tray], tray_options[tray]) for tray in tls_trays],
             time.time() if tls_check_time is None else tls_check_time, **({"read_text": read_text} if read_text else {}))
@@ -127,8 +139,12 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             trays=domain_trays[name],
             trays_in_run=in_run,
             out_of_service=out,
-            absent_addresses=[node["address"] for node in domain["nodes"] if node["host"] in away],
-            addresses=list(domain["addresses"]),
+            absent_addresses=[entry for entry, node in zip(entries[name], domain["nodes"]) if node["host"] in away],
+            # The node list's entries: what the daemons and their status name the trays by.
+            addresses=list(entries[name]),
+            node_names=_names_on(in_run, tray_options),
+            slot_names=list(entries[name]) if _names_on(in_run, tray_options) else [],
+            hosts_entries=node_names.hosts_entries(name, domain, _names_on(in_run, tray_options)),
             leader=in_run[0],
             lock_holders=lock_holders(domain_trays[name], away),
             partial=len(in_run) + len(out) < len(domain_trays[name]),
@@ -185,5 +201,8 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             nodes_config_path=options["imex_nodes_config_path"],
             pre_restart_hook=bool(options.get("imex_pre_restart_tasks")),
             post_restart_hook=bool(options.get("imex_post_restart_tasks")),
+            # Where the collection writes the node list, its read reads the block of slot names (to write
+            # it, or to remove one left from before names were switched off).
+            read_hosts=HOSTS_PATH if mode.writes_node_list else "",
         )
     return run

@@ -11,7 +11,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemo
 from ansible_collections.rackscale.imex.plugins.plugin_utils._fabric_gate import fabric_problems, version_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import TLS_RESTART, held_material, tls_change_class
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.channels import channels_to_ensure
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon, modes, per_job
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon, modes, node_names, per_job
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import command_timeout
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead, registered
@@ -32,6 +32,7 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     notes = [] if shared_partition else None
     gate = [] if skip_fabric else fabric_problems(model, reads, notes=notes)
     gate += version_problems(model, reads)
+    gate += node_names.driver_problems(run, reads)
     if gate:
         raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
     run.notes = notes or []
@@ -91,7 +92,14 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             stats = read.get("stat_files", {})
             leftovers = entry.slurm_job_leftovers or []
             entry.remove_slurm_job = [path for path in leftovers if (stats.get(path) or {}).get("exists")]
-            entry.write = bool(entry.write_nodes or entry.write_config or entry.write_tls or entry.handover
+            hosts_read = read.raw.get("hosts_block")
+            handover.extend(node_names.hosts_problems(tray, hosts_read) if entry.read_hosts else [])
+            entry.write_hosts = bool(entry.read_hosts) and node_names.hosts_drift(hosts_read, domain.hosts_entries)
+            entry.write_node_list = entry.write_nodes or entry.write_hosts
+            # New addresses of the slots alone are written even while work runs: the daemons reconnect.
+            entry.node_list_predicted = bool(run.check_mode or (entry.predicted and not (entry.write_hosts
+                                                                                      and not entry.write_nodes)))
+            entry.write = bool(entry.write_node_list or entry.write_config or entry.write_tls or entry.handover
                                or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
             entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)
             tls_files = entry.tls_files or []
@@ -121,6 +129,11 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
                     pending[tray] = why or tls_why
                 elif tls_why:
                     pending_reloads[tray] = tls_why
+        if domain.predicted and not run.check_mode:
+            # A stopped tray of a domain with slot names gets its files and starts while its peers keep
+            # running (a swapped tray): their node list stays as it is.
+            for tray in node_names.joins_without_restart(domain, run.trays, pending):
+                run.trays[tray].predicted = run.trays[tray].node_list_predicted = False
         domain.pending = pending
         domain.pending_reload = pending_reloads
         # The trays of pending whose daemon runs another release (the verdicts name it so).

@@ -5,7 +5,7 @@
 trays only start or reload their TLS files, and what refuses a restart."""
 from __future__ import annotations
 
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes, writes as wave_writes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes, node_names, writes as wave_writes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.reconnect import plan_reconnects
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import registered
@@ -24,6 +24,7 @@ def restart(run, wave, writes, statuses):
     trays left out of the run do not hold it back.
     """
     problems = []
+    reconnects = {}
     for name in wave:
         domain = run.domains[name]
         if not modes.of(domain.mode).runs_host_daemon:
@@ -45,15 +46,18 @@ def restart(run, wave, writes, statuses):
             continue
         changes, reasons, joining, reloads = {}, {}, [], {}
         for tray in in_run:
+            # A new hosts block alone (the slots' addresses) is not a change of the node list: no restart.
             changes[tray] = [what for what, result in sorted((writes.get(tray) or {}).items())
-                             if (result or {}).get("changed")]
+                             if (node_names.node_list_changes(result)[0] if what == "node list"
+                                 else (result or {}).get("changed"))]
             if run.trays[tray].tls_reload_ok and changes[tray] == ["TLS material"]:
                 reloads[tray] = "new TLS material"
                 changes[tray] = []
             elif not changes[tray] and tray in (domain.pending_reload or {}):
                 reloads[tray] = "pending reload: " + domain.pending_reload[tray]
             # Not where the writes were held back (a partial or busy domain): they were not made.
-            if changes[tray] and run.trays[tray].stopped and not (domain.partial or domain.busy):
+            if changes[tray] and run.trays[tray].stopped and (not (domain.partial or domain.busy)
+                                                              or not run.trays[tray].predicted):
                 # A stopped daemon reads its new files when it starts; the running trays' files did not
                 # change (else they restart too), so it joins their domain as a tray back from repair does.
                 joining.append(tray)
@@ -102,9 +106,11 @@ def restart(run, wave, writes, statuses):
             domain.pending_reload = {}
         status = statuses.get(name) or {}
         ready = {node.get("address") for node in status.get("nodes") or [] if node.get("status") == "READY"}
-        starts = [] if domain.restart else [
-            tray for tray in in_run if run.trays[tray].address not in ready or tray in joining]
+        # The status names each node by its node list entry (an address, or a slot name).
+        entry_of = dict(zip(domain.trays, domain.addresses))
+        starts = [] if domain.restart else [tray for tray in in_run if entry_of[tray] not in ready or tray in joining]
         domain.start = starts
+        reconnects[name] = {} if domain.restart else node_names.reconnects(run, name, writes, starts)
         domain.proven_before_restart = (bool(status.get("healthy")) and not domain.restart and not starts
                                         and not domain.reload)
     if problems:
@@ -123,6 +129,7 @@ def restart(run, wave, writes, statuses):
             entry.restart = bool(domain.restart)
             entry.start = tray in (domain.start or [])
             entry.reload = tray in (domain.reload or {})
+            entry.reconnect = (reconnects.get(name) or {}).get(tray, "")
             entry.restart_tasks = entry.restart or entry.start
             # A daemon the read found stopped is not stopped again (a first converge stops nothing).
             entry.stop = entry.restart and not entry.stopped
@@ -138,6 +145,8 @@ def restart(run, wave, writes, statuses):
                         "; ".join("%s: %s" % item for item in sorted(reasons.items()))))
             elif entry.start:
                 entry.action = "starting the daemon: the status of domain %s does not show this tray READY" % name
+            elif entry.reconnect:
+                entry.action = "sending SIGUSR1 to the daemon (no restart of domain %s): %s" % (name, entry.reconnect)
             elif entry.reload:
                 entry.action = "reloading the TLS credentials of the daemon (SIGUSR1; no restart of domain %s): %s" % (
                     name, domain.reload[tray])

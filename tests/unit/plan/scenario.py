@@ -19,6 +19,8 @@ import os
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import describe, names_outside, replace_block, split
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import validate_entries
 from ansible_collections.rackscale.imex.plugins.module_utils._imexcfg import apply_settings, validate_settings
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import nodes_checksum, render_nodes, validate_nodes
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
@@ -26,6 +28,9 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import buil
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import role_options
 
 READS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reads")
+# Every tray's /etc/hosts before a run adds a block of slot names: a Debian installer's.
+with open(os.path.join(os.path.dirname(READS), "..", "samples", "hosts", "debian.txt"), encoding="utf-8") as _hosts:
+    HOSTS = _hosts.read()
 SERVICE = "nvidia-imex"
 # Seconds between two things that happen on the simulated trays (writes, starts): well above the
 # plan's one second of slack between a file's change time and a daemon's start.
@@ -59,6 +64,16 @@ class Tray:
         # The release the running daemon runs (the installed one once a run starts it).
         self.release = (read.get("daemon_release") or {}).get("running")
         self.instance = copy.deepcopy((read.get("services_instance") or {}).get(SERVICE))
+        # Its /etc/hosts, and the block of slot names its running daemon resolved (at start, or at SIGUSR1).
+        self.hosts = HOSTS
+        self.resolved = self.hosts_block()
+
+    def hosts_block(self):
+        return split(self.hosts)[1]
+
+    def reconnect(self):
+        """SIGUSR1: the running daemon resolves the slot names again; it stays the same instance."""
+        self.resolved = self.hosts_block()
 
     def __deepcopy__(self, memo):
         """A copy whose changes stay its own; the recorded read it starts from is shared (never changed)."""
@@ -73,8 +88,9 @@ class Tray:
     def _on_disk(self):
         return {path: found.get("sha256") for path, found in self.files.items()}
 
-    def read(self, entry):
-        """imex_tray_info's result for the plan's tray entry: the recorded read with today's state."""
+    def read(self, entry, slot_names=()):
+        """imex_tray_info's result for the plan's tray entry (and its domain's slot names): the recorded read
+        with today's state."""
         # The plan never changes a read: the recorded parts are shared, the changing ones made afresh.
         read = dict(self.template)
         read["files"] = {path: copy.deepcopy(self.files.get(path) or {"exists": False, "error": None})
@@ -86,6 +102,11 @@ class Tray:
             read["daemon_release"] = dict(read["daemon_release"], running=self.release if self.running else None)
         if "services_instance" in read:
             read["services_instance"] = {SERVICE: copy.deepcopy(self.instance) if self.running else None}
+        if entry.get("read_hosts"):
+            found = describe(self.hosts)
+            read["hosts_block"] = {"path": entry["read_hosts"], "exists": True, "sha256": found["sha256"],
+                                   "entries": found["entries"], "error": found["error"],
+                                   "names_outside": names_outside(self.hosts, slot_names)}
         return read
 
     def write(self, path, text):
@@ -106,6 +127,7 @@ class Tray:
         loaded = {"invocation_id": invocation,
                   "files": {path: (self.files.get(path) or {}).get("sha256") for path in recorded}} if recorded else None
         self.instance = {"inactive_exit": self.started, "invocation_id": invocation, "loaded": loaded}
+        self.resolved = self.hosts_block()
 
     def stop(self):
         self.running, self.started, self.runs = False, None, None
@@ -123,7 +145,7 @@ class Clock:
 class Bed:
     """A simulated domain built from a recorded state: its trays, their locks, what happened to them."""
 
-    def __init__(self, state="healthy"):
+    def __init__(self, state="healthy", node_index=False):
         fixture = recorded(state)
         domain = fixture["domain"]
         self.domain, self.trays_in_order = domain["name"], list(domain["trays"])
@@ -139,12 +161,27 @@ class Bed:
             reached = bool(read) and not read.get("unreachable")
             self.trays[tray] = Tray(tray, address, read if reached else base[tray], self.clock)
             self.trays[tray].reachable = reached or not read
-        self.model = build_model({"imex_domains": list(domain["trays"]), self.domain: list(domain["trays"])},
-                                 {tray: {"imex_address": address}
-                                  for tray, address in zip(domain["trays"], domain["addresses"])},
-                                 domain_groups=[self.domain])
+        # imex_node_index on every tray (its position), as imex_node_names needs.
+        self.node_index = node_index
+        self.model = self.build_model()
         self.locks = {}  # tray: run id holding the lock file there
         self.events = []  # (what, run id, trays) in the order they happened
+
+    def build_model(self):
+        return build_model({"imex_domains": list(self.trays_in_order), self.domain: list(self.trays_in_order)},
+                           {tray: dict({"imex_address": self.trays[tray].address},
+                                       **({"imex_node_index": index} if self.node_index else {}))
+                            for index, tray in enumerate(self.trays_in_order)},
+                           domain_groups=[self.domain])
+
+    def swap(self, tray, address):
+        """A replacement board in the tray's slot: another address, no daemon files, its daemon stopped, no
+        work; the inventory gives it the new address."""
+        board = self.trays[tray]
+        board.address, board.files, board.work, board.hosts = address, {}, [], HOSTS
+        board.stop()
+        board.resolved = board.hosts_block()
+        self.model = self.build_model()
 
     def snapshot(self):
         return {tray: {path: found.get("sha256") for path, found in entry.files.items()}
@@ -166,10 +203,15 @@ class Bed:
                           "hostname": tray, "reported": True})
             if not ready and tray not in domain["out_of_service"]:
                 down.append(tray)
-        healthy = leader.running and not down
+        # A running daemon that has not resolved the slot names since its hosts block changed still dials
+        # the old addresses: READY, but its links to the moved slots stay broken.
+        dialling_old = [tray for tray in domain["trays"] if self.trays[tray].running
+                        and self.trays[tray].resolved != self.trays[tray].hosts_block()]
+        healthy = leader.running and not down and not dialling_old
         return {"domain_state": "UP" if healthy else "DEGRADED", "local_state": "READY" if leader.running else "DOWN",
                 "healthy": healthy, "nodes": nodes, "broken_pairs": [], "source": "json", "elapsed": 0.1,
-                "problems": ["tray %s is not READY" % tray for tray in down]}
+                "problems": ["tray %s is not READY" % tray for tray in down]
+                + ["tray %s cannot reach the moved slots (old addresses)" % tray for tray in dialling_old]}
 
 
 class Refused(Exception):
@@ -268,7 +310,9 @@ class Run:
         unreachable = [tray for tray in plan["trays"] if not bed.trays[tray].reachable]
         if unreachable:
             raise Refused("read", ["tray %s: unreachable" % tray for tray in unreachable])
-        reads = {tray: bed.trays[tray].read(plan["trays"][tray]) for tray in plan["trays"]}
+        reads = {tray: bed.trays[tray].read(plan["trays"][tray],
+                                            plan["domains"][plan["trays"][tray]["domain"]].get("slot_names") or [])
+                 for tray in plan["trays"]}
         plan = self._stage("read", run_plan.read.after_read, plan, bed.model, options, reads)
         yield "read"
         for wave in plan["waves"]:
@@ -317,6 +361,8 @@ class Run:
             if signalled:
                 bed.events.append(("reconnect", outcome.run_id, wave, signalled))
             outcome.reconnected += signalled
+            for tray in signalled:
+                bed.trays[tray].reconnect()
         yield "restarts"
         # prove.yml: a status read of the domains to prove now; the verdicts of those judged now, from it
         # or from the status read before the restarts (a domain it proved).
@@ -345,14 +391,24 @@ class Run:
         if entry["handover"] and for_real:
             target.stop()
         done = []
-        if entry["write_nodes"]:
+        if entry.get("write_node_list", entry["write_nodes"]):
+            # imex_nodes_config: the block of slot names first, then the node list, in one run.
+            node_list_for_real = not (self.check or entry.get("node_list_predicted", entry["predicted"]))
+            hosts = replace_block(target.hosts, validate_entries(domain.get("hosts_entries") or []))
+            hosts_changed = hosts != target.hosts
+            if hosts_changed and node_list_for_real:
+                target.hosts = hosts
             text = render_nodes(validate_nodes(domain["addresses"]))
-            path = options["imex_nodes_config_path"]
+            path = entry.get("nodes_config_path") or options["imex_nodes_config_path"]
             changed = (target.files.get(path) or {}).get("content") != text
-            if changed and for_real:
+            if changed and node_list_for_real:
                 target.write(path, text)
-            results["node list"] = {"changed": changed, "checksum": nodes_checksum(text)}
-            done += ["node list"] if changed else []
+            results["node list"] = {"changed": changed or hosts_changed, "nodes_changed": changed,
+                                    "hosts_changed": hosts_changed, "checksum": nodes_checksum(text)}
+            done += (["node list"] if changed else []) + (["hosts block"] if hosts_changed else [])
+            if (changed or hosts_changed) and node_list_for_real and not for_real:
+                self.outcome.written.setdefault(tray, []).extend(what for what in ("node list", "hosts block")
+                                                                 if what in done)
         if entry["write_config"]:
             path = options["imex_config_path"]
             current = (target.files.get(path) or {}).get("content") or ""
