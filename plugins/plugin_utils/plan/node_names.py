@@ -151,6 +151,19 @@ def joins_without_restart(domain, trays, pending):
     return [tray for tray in domain.trays_in_run if trays[tray].stopped]
 
 
+def slots_moved(domain, reads):
+    """{tray: its slot's new address} where the hosts block of a tray of the run maps the tray's slot to another
+    address (a swapped tray): what the report names once the domain is proven."""
+    if not domain.node_names:
+        return {}
+    held = {}
+    for tray in domain.trays_in_run:
+        for address, name in (TrayRead.of(reads.get(tray)).raw.get("hosts_block") or {}).get("entries") or []:
+            held.setdefault(name, set()).add(address)
+    return {tray: entry["address"] for tray, entry in zip(domain.trays, domain.hosts_entries)
+            if held.get(entry["name"], {entry["address"]}) - {entry["address"]}}
+
+
 def node_list_changes(result):
     """(node list changed, hosts block changed) of the one write's result (imex_nodes_config)."""
     result = result or {}

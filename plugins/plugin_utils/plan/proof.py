@@ -33,6 +33,13 @@ def daemon_report(run, model, name, statuses, play_hosts, allowed_broken_pairs=0
                                   if tray in run.trays and run.trays[tray].tls_certificate}
     if report["tls_reloaded"] and report["verdict"] in ("healthy", "tolerated"):
         report["message"] += "; TLS credentials reloaded without a restart on %s" % ", ".join(report["tls_reloaded"])
+    # Trays that took their slot at a new address (a swapped tray): the hosts blocks say so, no daemon restarted.
+    report["slots_moved"] = dict(domain.slots_moved or {})
+    if report["slots_moved"] and report["verdict"] in ("healthy", "tolerated") and not domain.restart:
+        report["message"] += "; %s took %s slot at a new address without a restart of %s peers (%s)" % (
+            ", ".join(sorted(report["slots_moved"])), "its" if len(report["slots_moved"]) == 1 else "their",
+            "its" if len(report["slots_moved"]) == 1 else "their",
+            ", ".join("%s: %s" % item for item in sorted(report["slots_moved"].items())))
     if stale:
         report["ok"] = False
         if report["verdict"] in ("healthy", "tolerated"):

@@ -136,6 +136,7 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
                 run.trays[tray].predicted = run.trays[tray].node_list_predicted = False
         domain.pending = pending
         domain.pending_reload = pending_reloads
+        domain.slots_moved = node_names.slots_moved(domain, in_run)
         # The trays of pending whose daemon runs another release (the verdicts name it so).
         domain.pending_release = {tray: why for tray, why in pending_releases.items() if tray in pending}
         handover.extend(mode.handover_problems(name, domain, in_run, converge))

@@ -164,6 +164,7 @@ class Domain:
     node_names: bool = UNSET             # imex_node_names: its node list names slots (addresses: their entries)
     slot_names: list = UNSET             # the slot names in node order ([] without imex_node_names)
     hosts_entries: list = UNSET          # [{address, name}] of the hosts block of every tray ([]: no block)
+    slots_moved: dict = UNSET            # {tray: its slot's new address} where a tray's hosts block held another
     # read
     busy: list = UNSET                   # '<tray>: <what runs there>'
     predicted: bool = UNSET

@@ -235,6 +235,7 @@ class Outcome:
         self.reconnected = []   # trays whose running daemon was sent SIGUSR1 to reconnect
         self.planned_reconnect = []  # trays the restart stage decided to signal (under --check too)
         self.verdicts = {}
+        self.reports = {}       # domain: its report, as the proof made it
         self.plans = []         # the plan after each stage
 
     @property
@@ -373,6 +374,7 @@ class Run:
                                                  pending={name: plan["domains"][name].get("pending") or {} for name in judging})
             plan = run_plan.verdicts.judged(plan, reports)
             outcome.verdicts.update((report["domain"], report["verdict"]) for report in reports)
+            outcome.reports.update((report["domain"], report) for report in reports)
             failed = [report["message"] for report in reports if not report["ok"]]
             if failed:
                 raise Refused("prove", failed)

@@ -107,6 +107,10 @@ def test_a_swapped_tray_takes_its_slot_the_peers_reconnect_and_keep_their_instan
     assert restart_plan["trays"][T1]["reconnect"] == ("new addresses of slot names in /etc/hosts (written on %s)"
                                                       % ", ".join(ALL))
     assert "sending SIGUSR1" in restart_plan["trays"][T3]["action"]
+    report = swap.reports[bed.domain]
+    assert report["slots_moved"] == {T2: NEW_ADDRESS}
+    assert report["message"].endswith("; rack1-tray02 took its slot at a new address without a restart of its peers "
+                                      "(rack1-tray02: %s)" % NEW_ADDRESS), report["message"]
     settled = run(bed, every=NAMES)
     assert (settled.written, settled.restarted, settled.started, settled.reconnected) == ({}, [], [], [])
 
