@@ -1,7 +1,7 @@
 """A tray away for repair, on a bed of one rack of four trays: it stays listed in its domain's node
 list, is never contacted while it is out of service (imex_trays_out_of_service), its peers are
 proven without it, and once back (as a fresh install) it gets its files and joins without a restart
-of its peers.
+of its peers, which the run makes reconnect to it at once (SIGUSR1) rather than after their backoff.
 
 What the plan decides on the reads (a tray out of service never blocks its peers, work started after
 the read, a Slurm job under another node name, a daemon option set apart on one tray) is proven by the
@@ -44,6 +44,21 @@ def main_pids(rack, trays):
     """{tray: MainPID of its nvidia-imex} ("0" when it does not run)."""
     return {tray: rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
             for tray in trays}
+
+
+def set_backoff(rack, trays, waits):
+    """The simulated daemons' waits between attempts to a peer that is down (faults.json reconnect_backoff_s,
+    read before each wait); None: their default 2 s retries."""
+    for tray in trays:
+        path = os.path.join(rack.state_dir, "trays", tray, "faults.json")
+        with open(path, encoding="utf-8") as handle:
+            knobs = json.load(handle)
+        knobs.pop("reconnect_backoff_s", None)
+        if waits:
+            knobs["reconnect_backoff_s"] = waits
+        with open(path + ".new", "w", encoding="utf-8") as handle:
+            json.dump(knobs, handle)
+        os.replace(path + ".new", path)
 
 
 def verdict(reports, domain):
@@ -100,13 +115,24 @@ class TestOutOfService:
         finally:
             rack.simrack("fault", "heal", "isolate", away)
 
-        # Back from repair as a fresh install: no node list, daemon stopped.
+        # Back from repair as a fresh install: no node list, daemon stopped. Its peers wait 600 s between
+        # attempts to reach it (the real daemon's backoff grows to 125 s): only the SIGUSR1 the run sends
+        # them after its start brings the domain UP within the proof's 120 s.
+        set_backoff(rack, FOUR, [600])
         rack.ssh(away, "systemctl", "stop", "nvidia-imex")
         rack.ssh(away, "rm", "-f", NODES)
         peers = main_pids(rack, FOUR[:3])
-        back = site(rack, reports)
+        try:
+            back = site(rack, reports)
+        finally:
+            set_backoff(rack, FOUR, None)
         assert back.rc == 0, back.stdout[-5000:]
+        reconnected = back.module_results("rackscale.imex.imex_reconnect")
+        assert sorted(host for host, _res in reconnected) == FOUR[:3], reconnected
+        assert all(res["changed"] and res["main_pid_before"] == res["main_pid_after"] for _host, res in reconnected)
         assert main_pids(rack, FOUR[:3]) == peers, "a peer was restarted for the tray that rejoined"
         assert main_pids(rack, [away])[away] not in ("", "0")
         assert rack.ssh(away, "cat", NODES).stdout == nodes_before
         assert verdict(reports, "rack1") == "healthy"
+        with open(os.path.join(reports, "rack1.json")) as handle:
+            assert json.load(handle)["status"]["domain_state"] == "UP"
