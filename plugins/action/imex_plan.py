@@ -91,10 +91,13 @@ class ActionModule(ActionBase):
         try:
             plan = getattr(self, "_" + stage.name)(stage, args, task_vars)
         except PlanError as error:
-            # The refused stage registers over the plan: the run's id and the domains judged so far stay
-            # with the refusal, for the records of the stopped run.
+            # The refused stage registers over the plan: the run's id, the domains judged so far and the stage
+            # the plan had reached stay with the refusal, and where it stopped the run, for its records.
             return dict(result, failed=True, msg="\n".join(error.problems), problems=error.problems,
-                        **self._progress(task_vars))
+                        stopped_at=stage.stopped_at, **self._progress(task_vars))
+        if stage.register == stages.PLAN:
+            # Where the run is: the records of a run that stops before the next stage read it.
+            plan["reached"] = stage.name
         result.update(changed=False, plan=plan)
         if stage.name == "read" and plan.get("warnings"):
             # Shown once, as Ansible shows a module's warnings: what could not be checked.
@@ -131,13 +134,14 @@ class ActionModule(ActionBase):
         return options
 
     def _progress(self, task_vars):
-        """{run_id, judged} of the plan registered before this stage (none before the preflight)."""
+        """{run_id, judged, reached} of the plan registered before this stage (none before the preflight)."""
         registered = task_vars.get(stages.PLAN)
         plan = registered.get("plan") if isinstance(registered, Mapping) else None
         if not isinstance(plan, Mapping):
             return {}
         return {"run_id": plan.get("run_id"),
-                "judged": [report.get("domain") for report in plan.get("run_verdicts") or []]}
+                "judged": [report.get("domain") for report in plan.get("run_verdicts") or []],
+                "reached": plan.get("reached")}
 
     # -- stages -------------------------------------------------------------------------------------
 
@@ -297,9 +301,10 @@ class ActionModule(ActionBase):
             for name in registers:
                 if isinstance(found.get(name), Mapping):
                     registers[name][host] = found[name]
+        reached = (plan or {}).get("reached") or registered.get("reached")
         return stage.decide(failures, registers, self._run_domains(plan, task_vars, trays, parent), judged_names,
                             judged_reports, bool(task_vars.get("ansible_check_mode")), the_run_id, report_dir,
-                            textfile_dir)
+                            textfile_dir, reached=reached)
 
     def _lenient(self, hostvars, host, names):
         """{name: value} of the variables of ``host`` that can be read: a rescue records what it can."""

@@ -23,7 +23,9 @@ description:
     restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts."
   - "O(stage=stopped) runs in the rescue of a run that stopped: from the failed task, the registered
     results of the reads and locks (which alone show a tray ssh did not reach) and the plan so far, it
-    decides the stage the run stopped at, the domains and trays concerned, why (never a private key),
+    decides the stage the run stopped at (a refusal of the plan records where it stopped the run; another
+    task stopped it after the last stage the plan records it reached), the domains and trays concerned, why
+    (never a private key),
     a report (verdict V(not_proven)) of every domain of the run it did not judge, the summary and the
     job artifacts."
   - Each problem is one sentence naming the tray, group, key or value at fault; a stage with
@@ -172,4 +174,14 @@ judged:
   returned: failure after the preflight
   type: list
   elements: str
+reached:
+  description:
+    - The last stage of the run's plan that the run reached before the stage that failed (the plan records it
+      as C(reached) after each of its stages), for the records of the stopped run.
+  returned: failure after the preflight
+  type: str
+stopped_at:
+  description: Where the refusal stopped the run, as the run's records name it (C(gate) for a refusal of the read).
+  returned: failure
+  type: str
 """

@@ -23,6 +23,8 @@ NOT_PROVEN = "not_proven"
 STAGES = stage_table.RUN_STAGE_NAMES
 # The plan's own stages: a refusal says where the run stopped.
 PLAN_STAGES = stage_table.STOPPED_AT
+# Where a run can stop after each stage of its plan (the plan records the last it reached).
+AFTER = stage_table.AFTER
 # The role's registered results: the stage of a task that registers each, and of the trays its
 # results name as failed or unreachable (a tray dropped by ssh leaves only these behind).
 REGISTER_STAGES = stage_table.REGISTER_STAGES
@@ -55,13 +57,28 @@ def _short(action):
     return prefix + action
 
 
-def stage_of(task):
-    """The stage of the run a failed task belongs to (``ansible_failed_task``)."""
+def stage_of(task, result=None, reached=None):
+    """The stage of the run a failed task belongs to (``ansible_failed_task``, ``ansible_failed_result``).
+
+    A refusal of the plan says where it stopped the run. Another task stopped the run where the plan's recorded
+    stage (``reached``, the last stage of the plan the run reached) puts it: of the stages a run can stop at
+    after that one, the task's own (its register, action or tags), else the first.
+    """
     task = task if isinstance(task, Mapping) else {}
     action = _short(task.get("action"))
     args = task.get("args") if isinstance(task.get("args"), Mapping) else {}
     if action == "rackscale.imex.imex_plan":
-        return PLAN_STAGES.get(str(args.get("stage")), "run")
+        recorded = result.get("stopped_at") if isinstance(result, Mapping) else None
+        return recorded if recorded in STAGES else PLAN_STAGES.get(str(args.get("stage")), "run")
+    found = _task_stage(task, action)
+    after = AFTER.get(reached)
+    if not after:
+        return found
+    return found if found in after else after[0]
+
+
+def _task_stage(task, action):
+    """The stage a task that is not the plan's belongs to, by its register, action or tags."""
     if task.get("register") in REGISTER_STAGES:
         return REGISTER_STAGES[task["register"]]
     tags = task.get("tags") or []
@@ -156,7 +173,7 @@ def none_reached(reads):
             + ["tray %s: %s" % (tray, redacted(read.get("msg") or "unreachable")) for tray, read in reads.items()])
 
 
-def stopped_record(failures, registered, domains, judged=(), check_mode=False):
+def stopped_record(failures, registered, domains, judged=(), check_mode=False, reached=None):
     """What a run that stopped leaves on record.
 
     failures: [(tray, ansible_failed_task, ansible_failed_result)] of the trays that went to the rescue
@@ -164,13 +181,15 @@ def stopped_record(failures, registered, domains, judged=(), check_mode=False):
     {tray: its result}} of the role's registered results (REGISTER_STAGES), which alone show a tray that
     was not reached. domains: {domain: {"trays": [...], "addresses": [...]}} of the run's domains.
     judged: the domains this run proved or judged before it stopped (their reports stand).
+    reached: the last stage of the run's plan it reached (Run.reached; None before its plan), which says
+    where a failed task that is not the plan's stopped it.
 
     Returns {stage, task, domains, trays, reasons, not_reached, message, reports}: reports are those of
     every domain of the run not judged, not proven by this run.
     """
     stage, task_name, reasons, trays = None, None, [], []
     for tray, task, result in failures:
-        found = stage_of(task)
+        found = stage_of(task, result, reached)
         if stage is None or STAGES.index(found) < STAGES.index(stage):
             stage = found
             task_name = (task or {}).get("name") if isinstance(task, Mapping) else None

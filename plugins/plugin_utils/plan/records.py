@@ -204,6 +204,7 @@ class Run:
     host_daemon_domains: list = UNSET
     per_job_domains: list = UNSET
     model: dict = UNSET                  # the domain model, added by the action
+    reached: str = UNSET                 # the last stage that made this plan (the stage table's name), set by the action
     fabric_check_skipped: bool = UNSET   # imex_skip_fabric_check: the gate does not compare NVLink fabrics
     wave_locks: list = UNSET             # [[{domain, holder}]] per wave, refreshed as it starts ([] for the first)
     # [[domain]] per wave, what its loops go over (derived by to_register, see WAVE_LISTS)

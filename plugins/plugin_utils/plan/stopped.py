@@ -7,13 +7,16 @@ artifacts (decided by plugin_utils/_run_record.py, which takes the run's stages 
 from __future__ import annotations
 
 
-def stopped(failures, registers, domains, judged, judged_reports, check_mode, run_id, report_dir, textfile_dir):
+def stopped(failures, registers, domains, judged, judged_reports, check_mode, run_id, report_dir, textfile_dir,
+            reached=None):
     """The record of the stopped run (see _run_record.stopped_record) with its run id, directories, summary
-    (the reports of the domains it judged, then those of every domain not judged) and artifacts."""
+    (the reports of the domains it judged, then those of every domain not judged) and artifacts. reached: the
+    last stage of the plan the run reached (Run.reached), None before its plan."""
     # _run_record reads the stage table, which names this function: imported when a run stops.
     from ansible_collections.rackscale.imex.plugins.plugin_utils import _run_record
 
-    record = _run_record.stopped_record(failures, registers, domains, judged=judged, check_mode=check_mode)
+    record = _run_record.stopped_record(failures, registers, domains, judged=judged, check_mode=check_mode,
+                                        reached=reached)
     record.update(run_id=run_id, report_dir=report_dir, textfile_dir=textfile_dir,
                   summary=list(judged_reports) + record["reports"],
                   artifacts=_run_record.artifacts(record, run_id, report_dir, judged_reports))

@@ -86,6 +86,29 @@ def test_the_role_calls_every_stage_of_the_table_and_no_other():
     assert set(called) == set(stages.BY_NAME), called
 
 
+def test_each_imex_plan_task_registers_the_register_its_stage_declares():
+    found = {}
+    for path, task in _plan_tasks():
+        stage = stages.BY_NAME[task["rackscale.imex.imex_plan"]["stage"]]
+        if task.get("register") != stage.register:
+            found["%s: %s" % (path, task.get("name"))] = (task.get("register"), stage.register)
+    assert found == {}
+    # The run's plan is carried by one register (the tasks and handlers read the plan of the stage before them
+    # through it); every other stage has its own.
+    assert {stage.name for stage in stages.STAGES if stage.register == stages.PLAN} == set(stages.AFTER) == {
+        "preflight", "read", "restart", "verdicts"}
+    others = [stage.register for stage in stages.STAGES if stage.register not in (stages.PLAN, None)]
+    assert len(others) == len(set(others))
+
+
+def test_where_a_run_can_stop_after_each_stage_of_its_plan_is_a_public_stage_at_or_after_the_stage():
+    for name, after in stages.AFTER.items():
+        assert after and set(after) <= set(PUBLIC_STOPPED_AT), name
+    # The channels and the first wave's writes follow the read's plan, the proof the verdicts.
+    assert {name: after[0] for name, after in stages.AFTER.items()} == {
+        "preflight": "lock", "read": "channels", "restart": "restart", "verdicts": "proof"}
+
+
 def test_every_register_a_stage_reads_is_registered_or_set_by_the_role():
     written = set()
     for path in _task_files():

@@ -189,7 +189,7 @@ def test_the_documentation_parses_and_names_every_argument_the_stages_read():
         read = set(re.findall(r"args\.get\(\"(\w+)\"", handle.read()))
     assert set(doc["options"]) == read | {"stage"}
     assert yaml.safe_load(documented.EXAMPLES)[0]["rackscale.imex.imex_plan"]["stage"] == "preflight"
-    assert set(yaml.safe_load(documented.RETURN)) == {"plan", "problems", "run_id", "judged"}
+    assert set(yaml.safe_load(documented.RETURN)) == {"plan", "problems", "run_id", "judged", "reached", "stopped_at"}
 
 
 # --- preflight -----------------------------------------------------------------------------------------
@@ -712,6 +712,9 @@ def test_stopped_records_a_gate_refusal_with_the_run_id_the_refusal_kept(tmp_pat
     refused = run({"stage": "read"}, with_plan(task_vars, first, **reads))
     # The refusal registers over the plan: it keeps the run's id and the domains judged so far.
     assert refused["failed"] and refused["run_id"] == first["plan"]["run_id"] and refused["judged"] == []
+    # And where the plan was (it records each of its stages as it makes it), and where the refusal stopped the run.
+    assert first["plan"]["reached"] == "preflight"
+    assert (refused["reached"], refused["stopped_at"]) == ("preflight", "gate")
     failed = {"ansible_failed_task": READ_TASK, "ansible_failed_result": refused}
     stopped = planned("stopped", with_plan(task_vars, refused, a1=failed), report_dir=str(tmp_path / "reports"),
                       textfile_dir="")["plan"]
@@ -746,3 +749,4 @@ def test_stopped_names_a_tray_ssh_did_not_reach_from_its_registered_read(tmp_pat
     assert (stopped["stage"], stopped["domains"], stopped["trays"]) == ("read", ["rackA"], ["a2"])
     assert stopped["reasons"] == ["a2: Failed to connect to the host via ssh: timed out"]
     assert stopped["not_reached"] == ["rackB"]
+
