@@ -312,9 +312,9 @@ def _hosts_text(module, path, wanted):
     except FileOpError as exc:
         module.fail_json(msg=str(exc))
     if outside:
+        named = "; ".join("%s (line %s)" % (name, ", ".join(map(str, lines))) for name, lines in sorted(outside.items()))
         module.fail_json(msg="%s: lines outside the block of rackscale.imex map %s too: the resolver could answer with "
-                             "them; remove them" % (path, "; ".join("%s (line %s)" % (name, ", ".join(map(str, lines)))
-                                                                     for name, lines in sorted(outside.items()))))
+                             "them; remove them" % (path, named))
     return dict(text=text, entries=entries, checksum=block_digest(split(text)[1]))
 
 

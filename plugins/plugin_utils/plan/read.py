@@ -97,8 +97,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             entry.write_hosts = bool(entry.read_hosts) and node_names.hosts_drift(hosts_read, domain.hosts_entries)
             entry.write_node_list = entry.write_nodes or entry.write_hosts
             # New addresses of the slots alone are written even while work runs: the daemons reconnect.
-            entry.node_list_predicted = bool(run.check_mode or (entry.predicted and not (entry.write_hosts
-                                                                                      and not entry.write_nodes)))
+            hosts_alone = entry.write_hosts and not entry.write_nodes
+            entry.node_list_predicted = bool(run.check_mode or (entry.predicted and not hosts_alone))
             entry.write = bool(entry.write_node_list or entry.write_config or entry.write_tls or entry.handover
                                or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
             entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)

@@ -32,8 +32,7 @@ def args(paths, addresses, **extra):
                 hosts_entries=[{"address": address, "name": name} for address, name in zip(addresses, SLOTS)], **extra)
 
 
-def test_the_block_and_the_node_list_are_written_together_and_this_tray_is_found_through_the_block(run, paths,
-                                                                                                  remote_addresses):
+def test_the_block_and_the_node_list_are_written_together_and_the_tray_found_through_it(run, paths, remote_addresses):
     addresses = remote_addresses(2) + ["127.0.0.1"]
     result = run(args(paths, addresses))
     assert result["_exit_code"] == 0, result.get("msg")

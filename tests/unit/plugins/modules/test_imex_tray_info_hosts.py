@@ -2,7 +2,6 @@
 """imex_tray_info's read of the managed block of slot names in a hosts file (no fabric read, no command)."""
 from __future__ import annotations
 
-import functools
 import pathlib
 
 import pytest
