@@ -133,7 +133,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             # A stopped tray of a domain with slot names gets its files and starts while its peers keep
             # running (a swapped tray): their node list stays as it is.
             for tray in node_names.joins_without_restart(domain, run.trays, pending):
-                run.trays[tray].predicted = run.trays[tray].node_list_predicted = False
+                joining = run.trays[tray]
+                joining.predicted = joining.node_list_predicted = joining.tls_predicted = False
         domain.pending = pending
         domain.pending_reload = pending_reloads
         domain.slots_moved = node_names.slots_moved(domain, in_run)
