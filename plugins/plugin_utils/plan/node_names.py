@@ -138,17 +138,22 @@ def hosts_drift(hosts_read, entries):
         return True  # the module refuses the entries, naming them
 
 
-def joins_without_restart(domain, trays, pending):
-    """The trays of a domain with names whose stopped daemon can get its files and start while work runs or
-    part of the domain is out of the run: the node list names slots, so it is the same for the running
-    trays, which need no new files and no restart (a swapped tray joins as a tray back from repair does).
+def made_under_work(domain, trays, pending):
+    """(joining, hosts_alone): where a domain's writes are held back (work runs, or part of it is out of the
+    run) but none of its running trays needs a restart, the trays whose writes are made anyway. joining: with
+    slot names, a stopped tray gets its files and starts (a swapped tray joins as a tray back from repair
+    does: the node list names slots, so the running trays' list stays as it is); hosts_alone: a tray whose
+    hosts block alone differs gets it (the running daemons then reconnect). Where a running tray needs a
+    restart, the run is refused and nothing of this is written, so no block is left unsignalled.
     trays: {tray: its plan entry}; pending: the domain's pending restarts."""
-    if not domain.node_names:
-        return []
     running = [tray for tray in domain.trays_in_run if not trays[tray].stopped]
-    if any(trays[tray].write_nodes or trays[tray].write_config or tray in pending for tray in running):
-        return []
-    return [tray for tray in domain.trays_in_run if trays[tray].stopped]
+    if any(trays[tray].write_nodes or trays[tray].write_config or tray in pending
+           or (trays[tray].write_tls and not trays[tray].tls_reload_ok) for tray in running):
+        return [], []
+    joining = [tray for tray in domain.trays_in_run if trays[tray].stopped] if domain.node_names else []
+    hosts_alone = [tray for tray in domain.trays_in_run
+                   if tray not in joining and trays[tray].write_hosts and not trays[tray].write_nodes]
+    return joining, hosts_alone
 
 
 def slots_moved(domain, reads):

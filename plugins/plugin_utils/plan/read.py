@@ -96,9 +96,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             handover.extend(node_names.hosts_problems(tray, hosts_read) if entry.read_hosts else [])
             entry.write_hosts = bool(entry.read_hosts) and node_names.hosts_drift(hosts_read, domain.hosts_entries)
             entry.write_node_list = entry.write_nodes or entry.write_hosts
-            # New addresses of the slots alone are written even while work runs: the daemons reconnect.
-            hosts_alone = entry.write_hosts and not entry.write_nodes
-            entry.node_list_predicted = bool(run.check_mode or (entry.predicted and not hosts_alone))
+            # (New addresses of the slots alone are written even while work runs: made_under_work below.)
+            entry.node_list_predicted = entry.predicted
             entry.write = bool(entry.write_node_list or entry.write_config or entry.write_tls or entry.handover
                                or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
             entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)
@@ -130,11 +129,13 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
                 elif tls_why:
                     pending_reloads[tray] = tls_why
         if domain.predicted and not run.check_mode:
-            # A stopped tray of a domain with slot names gets its files and starts while its peers keep
-            # running (a swapped tray): their node list stays as it is.
-            for tray in node_names.joins_without_restart(domain, run.trays, pending):
-                joining = run.trays[tray]
-                joining.predicted = joining.node_list_predicted = joining.tls_predicted = False
+            # Held back, but no running tray needs a restart: a swapped tray joins, the hosts blocks are
+            # written, and the running daemons reconnect (restart stage).
+            joining, hosts_alone = node_names.made_under_work(domain, run.trays, pending)
+            for tray in joining:
+                run.trays[tray].predicted = run.trays[tray].node_list_predicted = run.trays[tray].tls_predicted = False
+            for tray in hosts_alone:
+                run.trays[tray].node_list_predicted = False
         domain.pending = pending
         domain.pending_reload = pending_reloads
         domain.slots_moved = node_names.slots_moved(domain, in_run)

@@ -20,6 +20,7 @@ NAMES = {"imex_node_names": True}
 SLOTS = ["rack1-slot-00", "rack1-slot-01", "rack1-slot-02"]
 NODE_LIST = "/etc/nvidia-imex/nodes_config.cfg"
 NEW_ADDRESS = "198.18.1.99"
+ADDRESS_2 = "198.18.1.12"  # rack1-tray02 before its swap
 
 
 def named_bed():
@@ -179,6 +180,8 @@ def test_a_swap_with_a_peer_needing_a_restart_under_work_is_refused():
     refused = run(bed, every=dict(NAMES, imex_server_port=50010))
     assert refused.stopped_at == "restart" and "work runs on it" in "\n".join(refused.problems)
     assert refused.restarted == [] and refused.reconnected == []
+    # Nothing was written: no hosts block is left that its running daemon did not resolve.
+    assert refused.written == {} and all(block_of(bed, tray)[1] == [ADDRESS_2, SLOTS[1]] for tray in (T1, T3))
 
 
 # --- refusals before any write -----------------------------------------------------------------------
