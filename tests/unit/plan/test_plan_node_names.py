@@ -10,6 +10,8 @@ import time
 import pytest
 
 from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import split
+from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import node_names
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, run
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
@@ -261,3 +263,19 @@ def test_with_tls_the_certificate_must_carry_the_slot_name():
     by_name = material(dns=SLOTS, now=time.time(), days=3650)
     accepted = run(Bed(node_index=True), every=dict(NAMES, imex_tls=True, **by_name))
     assert accepted.stopped_at != "preflight", accepted.problems
+
+
+# --- options as -e and AWX surveys give them ---------------------------------------------------------
+
+def test_names_and_slots_given_as_text_are_taken_as_their_values():
+    """-e imex_node_names=yes and an INI inventory's imex_node_index=2 arrive as strings."""
+    assert convert_option("imex_node_names", "yes") == (True, None)
+    assert convert_option("imex_node_names", "maybe")[1] == "imex_node_names = 'maybe' is not a boolean"
+    model = build_model({"imex_domains": ALL, "rack1": ALL},
+                        {tray: {"imex_address": "198.18.1.%d" % (11 + index), "imex_node_index": str(2 - index)}
+                         for index, tray in enumerate(ALL)}, domain_groups=["rack1"])
+    options = {tray: {"imex_node_names": convert_option("imex_node_names", "true")[0]} for tray in ALL}
+    assert node_names.preflight_problems(model, options, ALL) == []
+    assert node_names.node_list("rack1", model["domains"]["rack1"], True) == SLOTS
+    assert node_names.hosts_entries("rack1", model["domains"]["rack1"], True)[0] == {"address": "198.18.1.13",
+                                                                                    "name": "rack1-slot-00"}
