@@ -277,5 +277,5 @@ def test_names_and_slots_given_as_text_are_taken_as_their_values():
     options = {tray: {"imex_node_names": convert_option("imex_node_names", "true")[0]} for tray in ALL}
     assert node_names.preflight_problems(model, options, ALL) == []
     assert node_names.node_list("rack1", model["domains"]["rack1"], True) == SLOTS
-    assert node_names.hosts_entries("rack1", model["domains"]["rack1"], True)[0] == {"address": "198.18.1.13",
-                                                                                    "name": "rack1-slot-00"}
+    first = node_names.hosts_entries("rack1", model["domains"]["rack1"], True)[0]
+    assert first == {"address": "198.18.1.13", "name": "rack1-slot-00"}
