@@ -180,6 +180,8 @@ def reconnects(run, name, writes, starting):
     wrote a new hosts block for real, the running daemons resolve the slot names again and reconnect (the
     daemons that start read it anyway)."""
     domain = run.domains[name]
+    if not domain.node_names:
+        return {}  # a block left from before is removed: the daemons dial addresses
     changed = [tray for tray in domain.trays_in_run
                if node_list_changes((writes.get(tray) or {}).get("node list"))[1]
                and not run.trays[tray].node_list_predicted]
