@@ -429,6 +429,75 @@ def test_ctl_hang_and_fabric_reach_the_tools(domain):
     assert set(domain.out(tray, "nvidia-smi --query-gpu=fabric.state --format=csv,noheader").split("\n")) <= {"Completed", ""}
 
 
+SLOTS = ["imex-slot-00", "imex-slot-01", "imex-slot-02"]
+
+
+def main_pid(rack: Rack, tray: str) -> str:
+    return rack.out(tray, "systemctl show -p MainPID --value nvidia-imex").strip()
+
+
+@needs_simulator
+def test_swap_gives_the_tray_a_new_address_that_only_signalled_peers_find_by_name(domain):
+    """A replacement board: new address (printed), the bed's records follow it, the trays' files do
+    not (the collection's job). Its peers lost the old board without a goodbye (R); with slot names
+    in the node list and /etc/hosts rewritten, a peer reaches the new board once it gets SIGUSR1,
+    in the same process, and not before."""
+    yaml = pytest.importorskip("yaml")
+    tray = TRAYS[2]
+    for each in TRAYS:      # the DNS-name mode: slot names in the node list, /etc/hosts maps them
+        rack_hosts = "".join(f"{address}\t{slot}\n" for address, slot in zip(ADDRESSES, SLOTS))
+        domain.out(each, f"printf '{rack_hosts}' >> /etc/hosts")
+        domain.write_nodes_config(each, SLOTS)
+        domain.out(each, "systemctl restart nvidia-imex")
+    view = wait_for(domain, healthy, "UP with slot names")
+    assert "Treating node config entry 'imex-slot-02' as a host name." in domain.out(TRAYS[0], "cat /var/log/nvidia-imex.log")
+    assert "Node #2   - imex-slot-02" in domain.out(TRAYS[0], "nvidia-imex-ctl -N")
+    files = "cat /etc/hosts /etc/nvidia-imex/nodes_config.cfg"
+    before = domain.out(tray, files)
+    domain.simrack("fault", "backoff", TRAYS[0], "60")   # the running daemon takes it at its next wait
+    domain.simrack("fault", "backoff", tray)              # a knob fault stays with the tray
+
+    result = domain.simrack("swap", tray)
+    new = result.stdout.strip()
+    assert re.fullmatch(r"198\.18\.1\.\d+", new) and new not in ADDRESSES, result.stdout
+    hosts = yaml.safe_load(domain.inventory.read_text())["all"]["children"]["imex_domains"]["children"]["rack1"]["hosts"]
+    assert (hosts[tray]["ansible_host"], hosts[tray]["imex_address"]) == (new, new)
+    assert [hosts[t]["ansible_host"] for t in TRAYS[:2]] == ADDRESSES[:2]
+    assert f"HostName {new}\n" in (domain.state / "ssh_config").read_text()
+    assert f"{new}/16" in domain.out(tray, "ip -4 -o addr show dev eth0")
+    assert ADDRESSES[2] not in domain.out(tray, "ip -4 -o addr show dev eth0")
+    assert domain.out(tray, files) == before
+    assert f"{tray:<14} {new:<13} running" in domain.simrack("status").stdout
+    view = wait_for(domain, lambda v: v["rows"][0][2] != "C", "node 0 losing the old board")
+    assert view["rows"][0][2] == "R" and view["nodes"][2][0] == "UNAVAILABLE"
+    wait_for(domain, lambda v: "Next connection attempt to node 2 with address imex-slot-02 in 60 s." in domain.out(
+        TRAYS[0], "cat /var/log/nvidia-imex.log"), "node 0 backing off 60 s from the old board")
+    assert domain.ssh(tray, "systemctl start nvidia-imex").returncode != 0
+    assert "No matching network interface found" in domain.out(tray, "journalctl -u nvidia-imex -b --no-pager -o cat")
+
+    # What the collection does, by hand: every tray's /etc/hosts gets the new address, the new
+    # board's daemon starts, its peers get SIGUSR1.
+    pids = [main_pid(domain, each) for each in TRAYS[:2]]
+    for each in TRAYS:
+        domain.out(each, f"sed -i 's/^{ADDRESSES[2]}\timex-slot-02$/{new}\timex-slot-02/' /etc/hosts")
+    domain.out(tray, "systemctl reset-failed nvidia-imex; systemctl start nvidia-imex")
+    view = wait_for(domain, lambda v: v["rows"].get(2) == ["C", "C", "C"], "the new board connected to both peers")
+    assert view["rows"][0][2] == "R" and view["rows"][1][2] != "C"   # unsignalled: the old address
+    for each in TRAYS[:2]:
+        domain.out(each, "systemctl kill --kill-whom=main --signal=SIGUSR1 nvidia-imex")
+    wait_for(domain, healthy, "UP once the peers are signalled")
+    assert [main_pid(domain, each) for each in TRAYS[:2]] == pids
+
+    again = domain.simrack("swap", tray).stdout.strip()
+    assert again not in (new, *ADDRESSES) and domain.out(tray, "hostname") == f"{tray}\n"
+    assert domain.simrack("swap", "rack1-tray09", check=False).returncode == 1
+    domain.simrack("fault", "ssh-block", tray)
+    refused = domain.simrack("swap", tray, check=False)
+    assert refused.returncode == 1 and "heal them before swapping" in refused.stderr
+    for fault in (("ssh-block", tray), ("backoff", TRAYS[0]), ("backoff", tray)):
+        domain.simrack("fault", "heal", *fault)
+
+
 # --------------------------------------------------------------------------- down (runs last)
 
 def test_down_leaves_nothing_behind(rack):
@@ -490,6 +559,19 @@ def test_control_dir_removal_raises_a_race_that_persists(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError):
         simrack.remove_tree_racing_owners(control, attempts=3)
     assert control.exists()
+
+
+def test_a_swapped_tray_gets_a_never_used_address_of_its_rack_and_keeps_it(tmp_path):
+    simrack = load_simrack()
+    (tmp_path / "rack.json").write_text(json.dumps({"racks": 2, "trays": 3, "addresses": {"rack2-tray02": "198.18.2.110"}}))
+    rack = simrack.Rack(tmp_path)
+    assert [t.address for t in rack.trays] == ["198.18.1.11", "198.18.1.12", "198.18.1.13",
+                                               "198.18.2.11", "198.18.2.110", "198.18.2.13"]
+    assert rack.tray("r2t02").address == "198.18.2.110"
+    assert simrack.next_swap_address(rack, rack.tray("r2t03")) == "198.18.2.111"
+    assert simrack.next_swap_address(rack, rack.tray("r1t01")) == "198.18.1.110"
+    rack.record.data["retired_addresses"] = ["198.18.2.12", "198.18.2.111"]
+    assert simrack.next_swap_address(rack, rack.tray("r2t03")) == "198.18.2.112"
 
 
 def test_slurm_conf_lets_ordinary_jobs_share_a_tray():
