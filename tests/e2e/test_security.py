@@ -2,7 +2,11 @@
 
 Tests in order, each leaving the bed converged: mutual TLS from fresh trays (keys 0600 root-owned,
 certificates 0644, the TLS keys in config.cfg, no key material in anything the run printed, recorded
-or reported, with one tray's key given as PEM text as a vault or an AWX credential gives it); the
+or reported, with one tray's key given as PEM text as a vault or an AWX credential gives it, and a
+node_exporter gauge of each certificate's expiry); one tray's certificate and key renewed on the
+controller (same paths, same inventory) and site.yml run: the daemons reload (SIGUSR1) and keep their
+MainPIDs, the domain is proven UP and the run reports the reload, and the next run changes nothing and
+finds no reload pending; the
 command service bound to each tray's own address (config.cfg, the listening socket, validate.yml);
 one run with the bed's own inventory unbinds it again and turns TLS off on the trays; the
 dra_host_managed mode adds the command service's unix socket, an isolation channel gets exactly
@@ -29,6 +33,7 @@ RACK_SHAPE = (1, 3)
 TRAYS = ["rack1-tray01", "rack1-tray02", "rack1-tray03"]
 TLS_DIR = "/etc/nvidia-imex/tls"
 CONFIG = "/etc/nvidia-imex/config.cfg"
+RELOAD = "Reload IMEX TLS credentials"
 TLS_KEYS = {
     "IMEX_ENABLE_AUTH_ENCRYPTION": "1",
     "IMEX_AUTH_ENCRYPTION_MODE": "SSL_TLS",
@@ -139,6 +144,22 @@ def everything_recorded(run):
     return "\n".join(parts)
 
 
+def daemon_pids(rack):
+    return {tray: rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
+            for tray in TRAYS}
+
+
+def reload_events(rack, tray):
+    """The simulator's lifetime record of a tray: its reload lines."""
+    out = rack.ssh(tray, "cat", "/var/lib/imexsim/daemon-events.jsonl").stdout
+    return [event for event in (json.loads(line) for line in out.splitlines() if line.strip())
+            if event.get("event") == "reload"]
+
+
+def changed_hosts(run, task):
+    return sorted(host for host, name in run.changed_tasks() if name == task)
+
+
 def listeners(rack, tray, port):
     """Local addresses of the TCP sockets listening on PORT on a tray (ss, from iproute2)."""
     out = rack.ssh(tray, "ss", "-Hltn", "sport = :%d" % port)
@@ -154,6 +175,11 @@ def reports(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def textfiles(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("textfiles"))
+
+
+@pytest.fixture(scope="module")
 def pki(simulated_rack, tmp_path_factory):
     """The rack's CA with a certificate per tray. (A certificate of another CA is refused before any tray:
     tests/unit/plan/test_scenarios_from_the_bed.py.)"""
@@ -161,13 +187,13 @@ def pki(simulated_rack, tmp_path_factory):
     ca = make_ca(directory, "rack-ca")
     certs = {tray: make_tray_cert(directory, ca, tray, address_of(simulated_rack, tray)) for tray in TRAYS}
     good = tls_inventory(simulated_rack, directory / "tls.yml", ca, certs)
-    return {"ca": ca, "certs": certs, "good": good}
+    return {"dir": directory, "ca": ca, "certs": certs, "good": good}
 
 
 @pytest.fixture(scope="module")
-def tls_run(simulated_rack, pki, reports):
+def tls_run(simulated_rack, pki, reports, textfiles):
     """site.yml with mutual TLS on fresh trays, with --diff (which would show copied files)."""
-    return site(pki["good"], reports, diff=True)
+    return site(pki["good"], reports, diff=True, imex_textfile_dir=textfiles)
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -205,6 +231,57 @@ def test_no_key_material_in_the_run_output(tls_run, pki, reports):
     for key, _ in pki["certs"].values():
         leaked = [line for line in key_body_lines(key) if line in recorded]
         assert not leaked, "%d line(s) of %s appear in the run's output or artifacts" % (len(leaked), key)
+
+
+def test_tls_converges_and_gauges_each_certificates_expiry(tls_run, simulated_rack, reports, textfiles):
+    assert tls_run.rc == 0, tls_run.stdout[-6000:]
+    verdict = report(reports)
+    assert verdict["verdict"] == "healthy" and verdict["status"]["domain_state"] == "UP"
+    assert sorted(verdict["tls_certificates"]) == TRAYS
+    gauges = "".join(open(os.path.join(textfiles, name)).read() for name in os.listdir(textfiles))
+    for tray in TRAYS:
+        assert 'rackscale_imex_tls_certificate_expiry_timestamp_seconds{domain="rack1",tray="%s"}' % tray in gauges
+
+
+# A tray whose certificate and key are controller paths: the renewal writes new files to the same paths.
+RENEWED = TRAYS[1]
+
+
+def test_a_renewed_certificate_is_reloaded_without_a_restart(tls_run, simulated_rack, pki, reports):
+    assert tls_run.rc == 0, tls_run.stdout[-6000:]
+    before = daemon_pids(simulated_rack)
+    assert all(pid not in ("", "0") for pid in before.values()), before
+    key, cert = make_tray_cert(pki["dir"], pki["ca"], RENEWED, address_of(simulated_rack, RENEWED))
+    assert (key, cert) == pki["certs"][RENEWED]
+    run = site(pki["good"], reports)
+    assert run.rc == 0, run.stdout[-6000:]
+    assert tray_tls_files(simulated_rack, RENEWED) == local_tls_files(pki["ca"], key, cert)
+    # No restart: every daemon kept its process; the renewed tray's daemon was signalled, and only it.
+    assert daemon_pids(simulated_rack) == before
+    assert changed_hosts(run, "Stop IMEX daemon") == [] and changed_hosts(run, "Start IMEX daemon") == []
+    assert changed_hosts(run, RELOAD) == [RENEWED]
+    # The simulated daemon reloaded its files in that same process, as its log and record show.
+    events = reload_events(simulated_rack, RENEWED)
+    assert events and events[-1]["tls"] is True and str(events[-1]["pid"]) == before[RENEWED], events
+    log = simulated_rack.ssh(RENEWED, "cat", "/var/log/nvidia-imex.log").stdout
+    assert "Reloaded SSL/TLS credentials" in log, log[-2000:]
+    # Proven UP after the reload, and the run says it reloaded.
+    verdict = report(reports)
+    assert verdict["verdict"] == "healthy" and verdict["status"]["domain_state"] == "UP", verdict
+    assert verdict["tls_reloaded"] == [RENEWED]
+    assert "TLS credentials reloaded without a restart on %s" % RENEWED in verdict["message"]
+    with open(os.path.join(reports, "summary.md")) as handle:
+        assert "rack1: TLS credentials reloaded without a restart (SIGUSR1) on %s." % RENEWED in handle.read()
+
+
+def test_the_next_run_changes_nothing_and_finds_no_reload_pending(tls_run, simulated_rack, pki, reports):
+    before = daemon_pids(simulated_rack)
+    run = site(pki["good"], reports)
+    assert run.rc == 0, run.stdout[-6000:]
+    assert changed_hosts(run, RELOAD) == [] and changed_hosts(run, "Stop IMEX daemon") == []
+    assert daemon_pids(simulated_rack) == before
+    verdict = report(reports)
+    assert verdict["verdict"] == "healthy" and verdict["tls_reloaded"] == []
 
 
 def test_command_service_bound_to_each_trays_own_address(tls_run, simulated_rack, pki, reports):

@@ -13,8 +13,16 @@ own prolog and epilog on the bed record the environment slurmd gives them (/run/
 each test also checks that the job was the kind it means. Jobs are started with srun or sbatch from
 the controller host, as a user would.
 
-Tests that do not depend on what slurmd tells the prolog (the installation's second run, failures,
-leaving the mode) run on the first generation's bed only (FIRST_GENERATION_ONLY).
+Only the tests whose outcome depends on what slurmd tells the prolog (jobs sharing a tray, an exclusive
+job) run on both beds; the others (the installation and its second run, validate.yml's probe job, a
+job across both racks, failures, leaving the mode) run on the first generation's bed only
+(FIRST_GENERATION_ONLY).
+
+validate.yml's probe job (imex_slurm_probe_partition): a real srun whose prolog starts the simulated
+daemons proves every idle domain from inside the job, and a domain Slurm has allocated is skipped and
+said so. What the plan decides on the Slurm configuration each tray reads (channel0 under Slurm's
+channel plugin, a prolog directory slurm.conf does not run) and the verdict on what a probe job saw (a
+broken pair names the domain and the pair) are unit tests on recorded output (tests/README.md).
 """
 from __future__ import annotations
 
@@ -34,6 +42,7 @@ FIRST_GENERATION_ONLY = GENERATIONS[:1]
 assert set(GENERATIONS) == set(SLURM_SUITES), "a bed for every Slurm release simrack runs"
 CONTROLLER = "slurmctl"
 PER_JOB = {"imex_mode": "slurm_per_job"}
+PROBE = dict(PER_JOB, imex_slurm_probe_partition="gpu")
 NODE_LIST = "/run/nvidia-imex/nodes_config.cfg"
 PROGRAM = "90-rackscale-imex"
 JOB_ENV_DIR = "/run/slurm-job-env"     # where the bed's site prolog and epilog record their environment
@@ -165,6 +174,8 @@ def all_trays(bed):
 
 
 class TestInstallation:
+    GENERATIONS = FIRST_GENERATION_ONLY
+
     def test_every_tray_holds_the_scripts_the_map_and_a_service_left_to_the_prolog(self, bed):
         for tray in all_trays(bed):
             for directory in ("/etc/slurm/prolog.d", "/etc/slurm/epilog.d"):
@@ -186,6 +197,57 @@ class TestInstallationAgain:
         assert again.changed_hosts() == [], again.changed_tasks()
         proof = run_playbook("validate.yml", bed.inventory, cmdline_vars=PER_JOB)
         assert proof.rc == 0, proof.failure_messages() or proof.stdout[-3000:]
+
+
+def probe_results(run):
+    return {res["item"]: res for _host, res in run.module_results("rackscale.imex.imex_slurm_probe")}
+
+
+def all_idle(bed):
+    """Every node idle in Slurm and every daemon stopped (the probe job's epilog stops them)."""
+    wait_for(lambda: set(node_states(bed).values()) == {"idle"}, "every node idle", timeout=90)
+    for tray in all_trays(bed):
+        wait_for(lambda: daemon_state(bed, tray) != "active", "the daemon of %s to stop" % tray, timeout=90)
+
+
+class TestProbe:
+    """validate.yml's probe job, on the installation: a real srun in the partition gpu per idle domain."""
+    GENERATIONS = FIRST_GENERATION_ONLY
+
+    def test_validate_proves_every_idle_domain_from_inside_a_job(self, bed):
+        run = run_playbook("validate.yml", bed.inventory, cmdline_vars=PROBE)
+        assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
+        probes = probe_results(run)
+        assert sorted(probes) == ["rack1", "rack2"], probes
+        for name, found in probes.items():
+            assert (found["probed"], found["healthy"], found["domain_state"]) == (True, True, "UP"), found
+            assert [node["address"] for node in found["nodes"]] == [
+                "198.18.%s.%d" % (name[-1], 10 + index) for index in (1, 2, 3)], found
+        trays = ", ".join(bed.trays_of(1))
+        assert ("a probe job in partition gpu on %s saw the domain UP, every node READY and every pair connected"
+                % trays) in run.stdout
+        # The simulated driver has no /proc/driver/nvidia/params: the count is unknown, said, not refused.
+        shown = " ".join(run.stdout.split())
+        assert re.search(r"\[WARNING\]: domain rack1, trays rack1-tray01, rack1-tray02, rack1-tray03: the "
+                         r"driver's NVreg_ImexChannelCount could not be read", shown), shown[-3000:]
+        # The job ended: its epilog stopped the daemons.
+        all_idle(bed)
+
+    def test_a_busy_domain_is_skipped_and_said_so_while_the_other_is_probed(self, bed):
+        trays = bed.trays_of(1)
+        job = on(bed, CONTROLLER, "sbatch", "--parsable", "--exclusive", "-N3", "-w", ",".join(trays),
+                 "--wrap", "sleep 600").stdout.strip()
+        try:
+            wait_for(lambda: all(node_states(bed)[tray] == "allocated" for tray in trays), "the job on rack1",
+                     timeout=90)
+            run = run_playbook("validate.yml", bed.inventory, cmdline_vars=PROBE)
+            assert run.rc == 0, run.failure_messages() or run.stdout[-3000:]
+            assert sorted(probe_results(run)) == ["rack2"]
+            assert re.search(r"domain rack1: no probe job: not idle in Slurm \(rack1-tray01: ALLOCATED", run.stdout), \
+                run.stdout[-3000:]
+        finally:
+            on(bed, CONTROLLER, "scancel", job)
+            all_idle(bed)
 
 
 @pytest.fixture
@@ -240,6 +302,10 @@ class TestExclusiveJobs:
         for tray, view in seen.items():
             assert view["list"] == addresses, (tray, view)
             assert view["state"] == "UP", (tray, view)
+
+
+class TestJobAcrossRacks:
+    GENERATIONS = FIRST_GENERATION_ONLY
 
     def test_a_job_across_two_racks_gets_one_domain_per_rack_and_its_epilog_stops_them(self, bed):
         seen, _ = srun(bed, "-N%d" % len(all_trays(bed)), "--exclusive")
