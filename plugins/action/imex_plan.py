@@ -33,7 +33,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._discover import CO
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import arguments as argument_stage, stages
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.defaults import decided
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
-from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN, convert_options
+from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import RUN, convert_options, whole_number
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import variance_problems
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.per_job import SLURM_JOB_SCRIPT
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.verdicts import explain, judged
@@ -302,9 +302,14 @@ class ActionModule(ActionBase):
                 if isinstance(found.get(name), Mapping):
                     registers[name][host] = found[name]
         reached = (plan or {}).get("reached") or registered.get("reached")
+        try:
+            stale_after = whole_number(self._run_wide(args.get("lock_stale_after_s"), hostvars, trays,
+                                                      "imex_lock_stale_after_s"))
+        except ValueError:
+            stale_after = None
         return stage.decide(failures, registers, self._run_domains(plan, task_vars, trays, parent), judged_names,
                             judged_reports, bool(task_vars.get("ansible_check_mode")), the_run_id, report_dir,
-                            textfile_dir, reached=reached)
+                            textfile_dir, reached=reached, lock_stale_after_s=stale_after, now=time.time())
 
     def _lenient(self, hostvars, host, names):
         """{name: value} of the variables of ``host`` that can be read: a rescue records what it can."""

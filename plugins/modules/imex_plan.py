@@ -24,8 +24,8 @@ description:
   - "O(stage=stopped) runs in the rescue of a run that stopped: from the failed task, the registered
     results of the reads and locks (which alone show a tray ssh did not reach) and the plan so far, it
     decides the stage the run stopped at (a refusal of the plan records where it stopped the run; another
-    task stopped it after the last stage the plan records it reached), the domains and trays concerned, why
-    (never a private key),
+    task stopped it after the last stage the plan records it reached), the domains and trays concerned, the
+    locks its release left on a tray it did not reach (with when each goes stale), why (never a private key),
     a report (verdict V(not_proven)) of every domain of the run it did not judge, the summary and the
     job artifacts."
   - Each problem is one sentence naming the tray, group, key or value at fault; a stage with
@@ -103,6 +103,11 @@ options:
   textfile_dir:
     description: For O(stage=stopped), the run's C(imex_textfile_dir), as O(report_dir).
     type: str
+  lock_stale_after_s:
+    description:
+      - For O(stage=stopped), the run's C(imex_lock_stale_after_s), as O(report_dir). The record names each lock
+        the release of the run's locks left on a tray it did not reach, and when that lock goes stale.
+    type: int
   max_nodes:
     description: For O(stage=discover), the largest NVLink partition a domain may be.
     type: int

@@ -12,6 +12,7 @@ registers of each come from the stage table (plan/stages.py).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import stages as stage_table
@@ -28,6 +29,8 @@ AFTER = stage_table.AFTER
 # The role's registered results: the stage of a task that registers each, and of the trays its
 # results name as failed or unreachable (a tray dropped by ssh leaves only these behind).
 REGISTER_STAGES = stage_table.REGISTER_STAGES
+# The release of the run's locks (the end of the run, or its rescue): a holder it did not reach keeps the lock.
+LOCK_RELEASE = stage_table.LOCK_RELEASE
 ACTION_STAGES = {"rackscale.imex.imex_lock": "lock", "rackscale.imex.imex_tray_info": "read",
                  "rackscale.imex.imex_channel": "channels", "ansible.builtin.reboot": "channels",
                  "rackscale.imex.imex_nodes_config": "write", "rackscale.imex.imex_config": "write",
@@ -173,7 +176,58 @@ def none_reached(reads):
             + ["tray %s: %s" % (tray, redacted(read.get("msg") or "unreachable")) for tray, read in reads.items()])
 
 
-def stopped_record(failures, registered, domains, judged=(), check_mode=False, reached=None):
+def _utc(epoch):
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+
+
+def locks_left(release, stale_after_s=None, now=None):
+    """The locks a release left: [{domain, holder, why, stale_after_s, stale_by}], one per lock whose release
+    did not reach its holder tray or failed there. release: {tray: the registered result of the release loop}
+    (run_once: the same on every tray), whose items are the lock takes' results. stale_after_s: the run's
+    imex_lock_stale_after_s, where the lock record holds none; now: epoch seconds of the release (stale_by, the
+    time by which the lock goes stale at the latest, is None without it, or when the lock never goes stale)."""
+    left, seen = [], set()
+    for result in (release or {}).values():
+        if not isinstance(result, Mapping):
+            continue
+        for item in result.get("results") or []:
+            if not isinstance(item, Mapping) or not (item.get("unreachable") or item.get("failed")):
+                continue
+            taken = item.get("item") if isinstance(item.get("item"), Mapping) else {}
+            lock = taken.get("item") if isinstance(taken.get("item"), Mapping) else {}
+            record = taken.get("lock") if isinstance(taken.get("lock"), Mapping) else {}
+            domain, holder = str(lock.get("domain") or ""), str(lock.get("holder") or "")
+            if (domain, holder) in seen:
+                continue
+            seen.add((domain, holder))
+            stale = record.get("stale_after", stale_after_s)
+            stale = int(stale) if isinstance(stale, (int, float)) and not isinstance(stale, bool) else None
+            left.append({
+                "domain": domain,
+                "holder": holder,
+                "why": redacted(item.get("msg") or ("unreachable" if item.get("unreachable") else "failed")),
+                "stale_after_s": stale,
+                # Taken or refreshed by this run at the latest now: stale by now + stale_after at the latest.
+                "stale_by": _utc(now + stale) if stale and now is not None else None,
+            })
+    return left
+
+
+def lock_left_reason(lock):
+    """What a lock left means for the next run, in one sentence naming domain, tray and when it goes stale."""
+    if lock["stale_after_s"] == 0:
+        when = "it never goes stale (imex_lock_stale_after_s=0): remove it by hand once the tray is back"
+    elif lock["stale_after_s"] is None:
+        when = "until it goes stale (imex_lock_stale_after_s)"
+    else:
+        when = "until it goes stale, %d s (imex_lock_stale_after_s) after this run last took or refreshed it%s" % (
+            lock["stale_after_s"], ": by %s at the latest" % lock["stale_by"] if lock["stale_by"] else "")
+    return ("domain %s: its run lock was left on tray %s, which the release did not reach (%s); another run of "
+            "the domain is refused %s" % (lock["domain"], lock["holder"], lock["why"], when))
+
+
+def stopped_record(failures, registered, domains, judged=(), check_mode=False, reached=None, lock_stale_after_s=None,
+                   now=None):
     """What a run that stopped leaves on record.
 
     failures: [(tray, ansible_failed_task, ansible_failed_result)] of the trays that went to the rescue
@@ -183,9 +237,11 @@ def stopped_record(failures, registered, domains, judged=(), check_mode=False, r
     judged: the domains this run proved or judged before it stopped (their reports stand).
     reached: the last stage of the run's plan it reached (Run.reached; None before its plan), which says
     where a failed task that is not the plan's stopped it.
+    lock_stale_after_s, now: the run's imex_lock_stale_after_s and the time of the release, for the locks
+    the release left (locks_left).
 
-    Returns {stage, task, domains, trays, reasons, not_reached, message, reports}: reports are those of
-    every domain of the run not judged, not proven by this run.
+    Returns {stage, task, domains, trays, reasons, not_reached, locks_left, message, reports}: reports are
+    those of every domain of the run not judged, not proven by this run.
     """
     stage, task_name, reasons, trays = None, None, [], []
     for tray, task, result in failures:
@@ -198,7 +254,18 @@ def stopped_record(failures, registered, domains, judged=(), check_mode=False, r
                      if host not in trays)
     # Trays that ssh did not reach leave no failed task: only their registered results say so.
     unreached = None
+    # A lock the release left keeps the next run of its domain out: named with its tray and when it goes stale.
+    left = locks_left(registered.get(LOCK_RELEASE), lock_stale_after_s, now)
+    for lock in left:
+        if not failures and unreached is None:
+            unreached = REGISTER_STAGES[LOCK_RELEASE]
+        if lock["holder"] and lock["holder"] not in trays:
+            trays.append(lock["holder"])
+        if lock_left_reason(lock) not in reasons:
+            reasons.append(lock_left_reason(lock))
     for name, by_tray in registered.items():
+        if name == LOCK_RELEASE:
+            continue
         for tray, result in (by_tray or {}).items():
             if not isinstance(result, Mapping) or not (result.get("unreachable") or any(
                     isinstance(item, Mapping) and item.get("unreachable") for item in result.get("results") or [])):
@@ -239,14 +306,16 @@ def stopped_record(failures, registered, domains, judged=(), check_mode=False, r
         "trays": trays,
         "reasons": reasons,
         "not_reached": not_reached,
+        "locks_left": left,
         "check_mode": bool(check_mode),
     }
     # The reasons were printed by the task that stopped the run: the message says where, and what is
     # on record.
     named = ", ".join(trays[:TRAYS_NAMED]) + (" and %d more" % (len(trays) - TRAYS_NAMED) if len(trays) > TRAYS_NAMED else "")
-    record["message"] = "The run stopped at its %s stage%s%s; not proven by this run: %s" % (
+    record["message"] = "The run stopped at its %s stage%s%s; not proven by this run: %s%s" % (
         stage, " (domains %s)" % ", ".join(involved) if involved else "", "; trays %s" % named if trays else "",
-        ", ".join(name for name in domains if name not in judged) or "none")
+        ", ".join(name for name in domains if name not in judged) or "none",
+        "; locks left: %s" % ", ".join("%s on %s" % (lock["domain"], lock["holder"]) for lock in left) if left else "")
     record["reports"] = [not_proven_report(name, domains[name], record) for name in domains if name not in judged]
     return record
 
@@ -287,5 +356,5 @@ def artifacts(record, run_id, report_dir, judged_reports=()):
         "imex_domain_problems": {report["domain"]: list(report.get("problems") or []) for report in reports},
         "imex_run": {"id": run_id, "report_dir": report_dir,
                      "stopped": {key: record[key] for key in ("stage", "task", "domains", "trays", "reasons",
-                                                              "not_reached")}},
+                                                              "not_reached", "locks_left")}},
     }

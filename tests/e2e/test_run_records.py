@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import fresh_ssh_connections, requires_rack, run_playbook
+from conftest import SIMRACK, fresh_ssh_connections, requires_rack, run_playbook
 
 pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
@@ -152,3 +152,54 @@ def test_validate_with_one_tray_ssh_does_not_reach_stops_at_the_gate_naming_it(s
         simulated_rack.simrack("fault", "heal", "ssh-block", "rack1-tray03")
     assert_recorded(run, outputs, proven, "gate", ["rack1-tray03"], "ssh")
     assert {e["event_data"]["host"] for e in run.events if e.get("event") == "runner_on_unreachable"} == {"rack1-tray03"}
+
+
+# Cuts the domain's first lock tray off ssh once the domain is proven (the operator's post-restart tasks run
+# then): the release at the end of the run cannot reach it.
+CUT_OFF_AFTER_THE_PROOF = """---
+- name: Cut the first lock tray off ssh (the test's fault)
+  ansible.builtin.command:
+    argv: [%s, fault, ssh-block, rack1-tray01]
+  environment:
+    SIMRACK_STATE: %s
+  delegate_to: localhost
+  run_once: true
+  changed_when: true
+"""
+
+
+# Last: it leaves a lock on the bed (removed at the end, as an operator would once the tray is back).
+def test_a_lock_the_release_cannot_reach_is_recorded_with_its_tray_and_when_it_goes_stale(
+        simulated_rack, outputs, proven, tmp_path):
+    hook = tmp_path / "post.yml"
+    hook.write_text(CUT_OFF_AFTER_THE_PROOF % (json.dumps(SIMRACK), json.dumps(simulated_rack.state_dir)))
+    # A changed setting restarts the domain, so the post-restart tasks run; no multiplexed session outlives the cut.
+    extravars = dict(outputs, imex_settings={"LOG_LEVEL": "3"}, imex_post_restart_tasks=str(hook),
+                     ansible_ssh_args="-C -o ControlMaster=no -o ServerAliveInterval=5 -o ServerAliveCountMax=2")
+    try:
+        with fresh_ssh_connections() as ssh:
+            run = run_playbook("site.yml", simulated_rack.inventory, extravars=dict(extravars, **ssh))
+    finally:
+        simulated_rack.simrack("fault", "heal", "ssh-block", "rack1-tray01")
+    try:
+        assert run.rc != 0, run.stdout[-3000:]
+        # The domain was proven: its report stands; the run stopped at its lock, naming the lock it left.
+        assert report(outputs)["verdict"] == "healthy"
+        data = artifact_data(run)
+        assert data["imex_domains"] == {DOMAIN: "healthy"}, data
+        assert "stopped" in data["imex_run"], run.stdout[-6000:]
+        stopped = data["imex_run"]["stopped"]
+        assert (stopped["stage"], stopped["trays"]) == ("lock", ["rack1-tray01"]), stopped
+        assert [(lock["domain"], lock["holder"], lock["stale_after_s"]) for lock in stopped["locks_left"]] == [
+            (DOMAIN, "rack1-tray01", 3600)], stopped
+        with open(os.path.join(outputs["imex_report_dir"], "summary.md")) as handle:
+            summary = handle.read()
+        assert "The run stopped at its lock stage" in summary and "its run lock was left on tray rack1-tray01" in summary
+        assert stopped["locks_left"][0]["stale_by"] in summary
+        # The delegated release did not take the play's run_once tray for unreachable.
+        assert not (run.stats.get("dark") or {}), run.stats
+        # And the lock is indeed still there, this run's.
+        held = simulated_rack.ssh("rack1-tray01", "cat", "/run/rackscale-imex/run.lock")
+        assert held.returncode == 0 and json.loads(held.stdout)["owner"] == data["imex_run"]["id"], held.stdout
+    finally:
+        simulated_rack.ssh("rack1-tray01", "rm", "-f", "/run/rackscale-imex/run.lock")

@@ -39,6 +39,8 @@ TRAY_OPTIONS = "__imex_tray_options"
 TRAY_READ = "__imex_tray_info"
 TRAY_DISCOVERED = "__imex_discovered"
 LOCKS = "__imex_locks"
+LOCK_RELEASE = "__imex_lock_release"
+LOCK_LEFT = "__imex_lock_left"
 NODES_RESULT = "__imex_nodes_result"
 CONFIG_RESULT = "__imex_config_result"
 TLS_RESULT = "__imex_tls_result"
@@ -64,7 +66,7 @@ class RunStage:
 RUN_STAGES = (
     RunStage("arguments"),
     RunStage("preflight"),
-    RunStage("lock", (LOCKS,)),
+    RunStage("lock", (LOCKS, LOCK_RELEASE, LOCK_LEFT)),
     RunStage("read", (TRAY_READ,)),
     RunStage("gate"),
     RunStage("channels"),

@@ -56,7 +56,7 @@ def test_the_public_stopped_at_values_stay_as_they_are():
 
 def test_the_records_of_a_stopped_run_take_the_stage_of_each_register_from_the_table():
     assert _run_record.REGISTER_STAGES == stages.REGISTER_STAGES == {
-        "__imex_locks": "lock", "__imex_tray_info": "read", "__imex_nodes_result": "write",
+        "__imex_locks": "lock", "__imex_lock_release": "lock", "__imex_lock_left": "lock", "__imex_tray_info": "read", "__imex_nodes_result": "write",
         "__imex_config_result": "write", "__imex_tls_result": "write", "__imex_wave_status": "restart",
         "__imex_activity": "restart", "__imex_daemon_start": "restart", "__imex_validate_status": "proof",
         "__imex_slurm_probe": "proof", "__imex_daemon_logs": "proof"}

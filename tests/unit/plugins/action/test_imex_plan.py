@@ -750,3 +750,23 @@ def test_stopped_names_a_tray_ssh_did_not_reach_from_its_registered_read(tmp_pat
     assert stopped["reasons"] == ["a2: Failed to connect to the host via ssh: timed out"]
     assert stopped["not_reached"] == ["rackB"]
 
+
+def test_stopped_names_a_lock_the_release_left_and_a_failed_hook_where_the_plan_was(tmp_path):
+    task_vars = play()
+    first = planned("preflight", task_vars)
+    lock = {"item": {"domain": "rackA", "holder": "a1"}, "owner": first["plan"]["run_id"],
+            "lock": {"owner": first["plan"]["run_id"], "since": 1.0, "stale_after": 3600}}
+    release = {"changed": False, "unreachable": True, "results": [
+        {"item": lock, "unreachable": True, "msg": "Failed to connect to the host via ssh: timed out"}]}
+    hook = {"action": "community.general.slurm_drain", "name": "Drain the trays"}
+    registered = dict(first, plan=dict(first["plan"], reached="restart"))
+    stopped = planned("stopped", with_plan(task_vars, registered, a2={
+        "__imex_lock_release": release, "ansible_failed_task": hook,
+        "ansible_failed_result": {"failed": True, "msg": "drain refused"}}),
+        report_dir=str(tmp_path), lock_stale_after_s="7200")["plan"]
+    # The operator's task stopped the run at the restart the plan had reached.
+    assert (stopped["stage"], stopped["trays"]) == ("restart", ["a2", "a1"])
+    assert [(lock["domain"], lock["holder"], lock["stale_after_s"]) for lock in stopped["locks_left"]] == [
+        ("rackA", "a1", 3600)]
+    assert stopped["locks_left"][0]["stale_by"].endswith(" UTC")
+    assert stopped["artifacts"]["imex_run"]["stopped"]["locks_left"] == stopped["locks_left"]
