@@ -467,7 +467,7 @@ def test_swap_gives_the_tray_a_new_address_that_only_signalled_peers_find_by_nam
     assert f"{new}/16" in domain.out(tray, "ip -4 -o addr show dev eth0")
     assert ADDRESSES[2] not in domain.out(tray, "ip -4 -o addr show dev eth0")
     assert domain.out(tray, files) == before
-    assert f"{tray:<14} {new:<13} running" in domain.simrack("status").stdout
+    assert f" {tray:<14} {new:<13} Up" in domain.simrack("status").stdout
     view = wait_for(domain, lambda v: v["rows"][0][2] != "C", "node 0 losing the old board")
     assert view["rows"][0][2] == "R" and view["nodes"][2][0] == "UNAVAILABLE"
     wait_for(domain, lambda v: "Next connection attempt to node 2 with address imex-slot-02 in 60 s." in domain.out(
