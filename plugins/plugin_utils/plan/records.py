@@ -137,6 +137,7 @@ class Tray:
     reload: bool = UNSET
     action: str = UNSET                  # what its restart, start or reload is, in words
     restart_tasks: bool = UNSET          # restart.yml runs on it: it restarts or only starts
+    reload_or_restart: bool = UNSET      # reload_or_restart.yml runs on it: it reloads, restarts or only starts
     stop: bool = UNSET                   # its daemon is stopped for the restart (a running one: it restarts)
     start_predicted: bool = UNSET        # under --check, the start that follows its stop counts as a change
     pre_restart_tasks: bool = UNSET      # the operator's pre-restart tasks run on it (it restarts, a hook is given)

@@ -131,6 +131,7 @@ def restart(run, wave, writes, statuses):
             entry.reload = tray in (domain.reload or {})
             entry.reconnect = (reconnects.get(name) or {}).get(tray, "")
             entry.restart_tasks = entry.restart or entry.start
+            entry.reload_or_restart = entry.restart_tasks or entry.reload
             # A daemon the read found stopped is not stopped again (a first converge stops nothing).
             entry.stop = entry.restart and not entry.stopped
             # Under --check the stop only predicts: the daemon still runs and its start alone would say "ok".

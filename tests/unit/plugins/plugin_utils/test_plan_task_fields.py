@@ -170,3 +170,6 @@ def test_the_restart_tasks_run_where_a_daemon_restarts_or_only_starts():
     after = run_plan.restart.restart(plan, ["rackA", "rackB"], writes, statuses)
     assert {tray: (entry["restart"], entry["start"], entry["restart_tasks"]) for tray, entry in after["trays"].items()} == {
         "a1": (True, False, True), "a2": (True, False, True), "b1": (False, False, False), "b2": (False, True, True)}
+    # One include for the reload, the restart and the start: here the restarts and the start.
+    assert {tray: entry["reload_or_restart"] for tray, entry in after["trays"].items()} == {
+        "a1": True, "a2": True, "b1": False, "b2": True}

@@ -96,6 +96,8 @@ def test_new_tls_files_alone_reload_the_tray_without_a_restart():
     # The status read before the reload does not prove the reloaded daemons: the proof reads again.
     assert domain["proven_before_restart"] is False and after["prove_now"] == ["rack1"]
     assert [after["trays"][tray]["reload"] for tray in ("t1", "t2", "t3")] == [True, False, False]
+    # The reload alone takes the tray into the include of the reload, the restart and the start.
+    assert [after["trays"][tray]["reload_or_restart"] for tray in ("t1", "t2", "t3")] == [True, False, False]
     assert after["trays"]["t1"]["action"] == ("reloading the TLS credentials of the daemon (SIGUSR1; no restart of "
                                               "domain rack1): new TLS material")
     assert after["trays"]["t1"]["restart"] is False
