@@ -11,7 +11,13 @@ InvocationID (a new one for every start of the unit). The record lives under /ru
 clears together with the instance it describes.
 
 One record per unit, JSON: {"format": 1, "service": unit, "invocation_id": id, "files": {path: sha256
-or null for a file that was absent}}. imex_daemon_record writes it; imex_tray_info reads it back.
+or null for a file that was absent}, "hosts_block": sha256 or null}. imex_daemon_record writes it;
+imex_tray_info reads it back.
+
+With slot names in the node list, the daemon resolves them through the managed block of /etc/hosts when it
+starts and again at each SIGUSR1: what it resolved is part of what it loaded. "hosts_block" is the digest
+of that block (null: there was none), recorded at the start and moved on by imex_reconnect after a signal
+to the same instance. A record without the key (an older release of the collection) says nothing of it.
 """
 from __future__ import annotations
 
@@ -20,6 +26,9 @@ import json
 import os
 import re
 import stat
+
+from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, read_text
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import describe
 
 RECORD_DIR = '/run/rackscale-imex/loaded'
 RECORD_FORMAT = 1
@@ -81,14 +90,37 @@ def file_digest(path):
     return digest.hexdigest()
 
 
-def build(service, instance, digests):
-    """The record text (stable JSON, so that recording the same instance again changes nothing)."""
-    return json.dumps(dict(format=RECORD_FORMAT, service=service, invocation_id=instance, files=dict(digests)),
-                      sort_keys=True, indent=1) + '\n'
+def hosts_block_digest(path):
+    """SHA-256 of the managed block of the hosts file ``path`` (the digest the read compares), None when the
+    file holds no block. Raises RecordError when the file cannot be read or its markers are broken: then
+    nothing can be said of what the daemon resolves."""
+    try:
+        text = read_text(path)
+    except FileOpError as error:
+        raise RecordError(str(error)) from None
+    if text is None:
+        return None
+    described = describe(text)
+    if described['error']:
+        raise RecordError('%s: %s' % (path, described['error']))
+    return described['sha256']
+
+
+def _is_digest(value):
+    return value is None or (isinstance(value, str) and len(value) == 64)
+
+
+def build(service, instance, digests, **hosts_block):
+    """The record text (stable JSON, so that recording the same instance again changes nothing).
+    ``hosts_block=digest`` (None: no block) adds the hosts block the instance resolved."""
+    data = dict(format=RECORD_FORMAT, service=service, invocation_id=instance, files=dict(digests))
+    if 'hosts_block' in hosts_block:
+        data['hosts_block'] = hosts_block['hosts_block']
+    return json.dumps(data, sort_keys=True, indent=1) + '\n'
 
 
 def parse(text):
-    """{invocation_id, files} of a record's text; None for anything that is not a record of this format.
+    """{invocation_id, files[, hosts_block]} of a record's text; None for anything that is not a record of this format.
 
     A damaged or foreign record is no record: the caller falls back to what it did without one.
     """
@@ -102,10 +134,14 @@ def parse(text):
     files = data.get('files')
     if not isinstance(instance, str) or invocation_id(instance) != instance or not isinstance(files, dict):
         return None
-    if not all(isinstance(path, str) and (digest is None or (isinstance(digest, str) and len(digest) == 64))
-               for path, digest in files.items()):
+    if not all(isinstance(path, str) and _is_digest(digest) for path, digest in files.items()):
         return None
-    return dict(invocation_id=instance, files=files)
+    record = dict(invocation_id=instance, files=files)
+    if 'hosts_block' in data:
+        if not _is_digest(data['hosts_block']):
+            return None
+        record['hosts_block'] = data['hosts_block']
+    return record
 
 
 def read(service, record_dir=None):

@@ -37,6 +37,16 @@ options:
     type: list
     elements: path
     required: true
+  hosts_file:
+    description:
+      - The hosts file whose managed block of slot names (see M(rackscale.imex.imex_nodes_config)) the
+        daemon resolves the names of its node list through. The digest of that block is recorded as
+        what the instance resolved (null when the file holds none), so that a later run signals the
+        daemon to resolve again when the block on disk is another one.
+      - A file that cannot be read, or whose markers are broken, is said in a warning and leaves the
+        record without the digest.
+      - Omitted, the record says nothing of the hosts block.
+    type: path
 attributes:
   check_mode:
     description:
@@ -74,6 +84,7 @@ EXAMPLES = r"""
     files:
       - /etc/nvidia-imex/nodes_config.cfg
       - /etc/nvidia-imex/config.cfg
+    hosts_file: /etc/hosts
   when: imex_start is changed
 """
 
@@ -93,6 +104,11 @@ files:
   returned: when RV(recorded) is true
   type: dict
   sample: {/etc/nvidia-imex/config.cfg: 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0}
+hosts_block:
+  description: The SHA-256 (hex) of the managed block of O(hosts_file) recorded; null when the file holds none.
+  returned: when RV(recorded) is true and the digest of O(hosts_file) was recorded
+  type: str
+  sample: 5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592
 path:
   description: The record file.
   returned: success
@@ -148,6 +164,7 @@ def main():
         argument_spec=dict(
             service=dict(type='str', default='nvidia-imex'),
             files=dict(type='list', elements='path', required=True),
+            hosts_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -166,15 +183,22 @@ def main():
             digests[name] = _daemon_record.file_digest(name)
         except OSError as error:
             module.fail_json(msg='cannot read %s to record what %s loaded: %s' % (name, service, error.strerror or error))
+    resolved = {}
+    if module.params['hosts_file']:
+        try:
+            resolved['hosts_block'] = _daemon_record.hosts_block_digest(module.params['hosts_file'])
+        except _daemon_record.RecordError as error:
+            module.warn('the hosts block %s resolved is not recorded: %s' % (service, error))
     unsafe = _daemon_record.unsafe_place(path)
     if unsafe:
         module.fail_json(msg='refusing to record what %s loaded in %s: %s' % (service, path, unsafe))
     try:
         created = ensure_directory(module, os.path.dirname(path), 0o700, None, None)
-        outcome = replace_file(module, path, _daemon_record.build(service, instance, digests), mode='0600')
+        outcome = replace_file(module, path, _daemon_record.build(service, instance, digests, **resolved), mode='0600')
     except FileOpError as error:
         module.fail_json(msg=str(error))
-    result = dict(changed=created or outcome['changed'], recorded=True, invocation_id=instance, files=digests, path=path)
+    result = dict(changed=created or outcome['changed'], recorded=True, invocation_id=instance, files=digests, path=path,
+                  **resolved)
     if module._diff:
         result['diff'] = outcome['diff']
     module.exit_json(**result)

@@ -34,6 +34,18 @@ options:
     description: Why the daemon reconnects, for the task's message (for example the trays just started).
     type: str
     default: ''
+  hosts_file:
+    description:
+      - The hosts file whose managed block of slot names the daemon resolves its node list through.
+        The signal makes it resolve them again, so after a signal the daemon took (the same main
+        process before and after it) the digest of the block, read before the signal, is written into
+        the record of what the instance loaded (see M(rackscale.imex.imex_daemon_record)), where that
+        record is of the running instance (its systemd C(InvocationID)). A later run then knows which
+        block the daemon resolved, and signals it again when the block on disk is another one.
+      - A daemon without a record of its instance (started by hand or by an older release of the
+        collection) gets none, and the task says so in RV(recorded_hosts_block).
+      - Omitted, no record is touched.
+    type: path
 attributes:
   check_mode:
     description: Can run in check mode and reports that a running daemon would be signalled, without signalling it.
@@ -62,6 +74,7 @@ EXAMPLES = r"""
   rackscale.imex.imex_reconnect:
     service: nvidia-imex
     reason: rack1-tray03 was started
+    hosts_file: /etc/hosts
 """
 
 RETURN = r"""
@@ -87,6 +100,14 @@ waited:
   returned: always
   type: float
   sample: 0.0
+recorded_hosts_block:
+  description:
+    - Whether the digest of the hosts block of O(hosts_file) was written into the record of the
+      daemon's instance after the signal; false in check mode, without O(hosts_file), or when no record
+      of the running instance exists (then RV(msg) says so).
+  returned: always
+  type: bool
+  sample: true
 service:
   description: The unit.
   returned: always
@@ -102,6 +123,33 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_record, _daemon_signal
 from ansible_collections.rackscale.imex.plugins.module_utils._bounded import BoundedRunner
+from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, replace_file
+from ansible_collections.rackscale.imex.plugins.module_utils._running_release import parse_show
+
+
+def record_resolved_hosts(module, runner, systemctl, service, digest):
+    """Write ``digest`` as the hosts block the running instance of ``service`` resolved into the record of that
+    instance. Returns (written, why not or None)."""
+    rc, out, err, hung = runner.run([systemctl, 'show', '-p', 'InvocationID', '--', service],
+                                    _daemon_signal.SYSTEMCTL_TIMEOUT_SECONDS)
+    instance = None if hung or rc != 0 else _daemon_record.invocation_id(parse_show(out).get('InvocationID'))
+    if instance is None:
+        return False, 'systemd showed no InvocationID of %s%s' % (service, ': ' + (err or out).strip() if rc else '')
+    path = _daemon_record.record_path(service)
+    record = _daemon_record.read(service)
+    if record is None or record['invocation_id'] != instance:
+        # Started by hand, at boot or by an older release: nothing recorded of its files either.
+        return False, 'no record of what this instance of %s loaded (%s): the hosts block it resolved is not recorded' % (
+            service, path)
+    unsafe = _daemon_record.unsafe_place(path)
+    if unsafe:
+        return False, 'the hosts block %s resolved is not recorded in %s: %s' % (service, path, unsafe)
+    try:
+        replace_file(module, path, _daemon_record.build(service, instance, record['files'], hosts_block=digest),
+                     mode='0600')
+    except FileOpError as error:
+        return False, 'the hosts block %s resolved is not recorded: %s' % (service, error)
+    return True, None
 
 
 def main():
@@ -109,6 +157,7 @@ def main():
         argument_spec=dict(
             service=dict(type='str', default='nvidia-imex'),
             reason=dict(type='str', default=''),
+            hosts_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -123,7 +172,7 @@ def main():
     if not systemctl:
         module.fail_json(msg='systemctl not found on PATH, /usr/bin or /bin: it signals %s' % service)
     result = dict(changed=False, signalled=False, main_pid_before=None, main_pid_after=None, waited=0.0,
-                  service=service)
+                  service=service, recorded_hosts_block=False)
     because = ': ' + reason if reason else ''
     try:
         before, state = _daemon_signal.main_process(runner, systemctl, service)
@@ -137,6 +186,14 @@ def main():
     result.update(changed=True, signalled=True)
     if module.check_mode:
         module.exit_json(msg='would send SIGUSR1 to %s (MainPID %d)%s' % (service, before, because), **result)
+    # Read before the signal: the daemon resolves after it, so it resolves this block or a later one; a later
+    # one only makes the next run signal once more.
+    digest, hosts_why_not = None, None
+    if module.params['hosts_file']:
+        try:
+            digest = _daemon_record.hosts_block_digest(module.params['hosts_file'])
+        except _daemon_record.RecordError as error:
+            hosts_why_not = 'the hosts block it resolves is not recorded: %s' % error
     try:
         waited, warning = _daemon_signal.send_sigusr1(module, runner, systemctl, service)
     except _daemon_signal.SignalError as error:
@@ -158,9 +215,12 @@ def main():
         said = 'now MainPID %s: not the same instance' % (after or 'none')
         module.warn('%s: MainPID %d before SIGUSR1, %s after it; its peers treat a new instance as a restart'
                     % (service, before, after or 'none'))
+    if after == before and module.params['hosts_file'] and not hosts_why_not:
+        # The same process took the signal (sent after the 5 s limit, so not dropped): it resolves again.
+        result['recorded_hosts_block'], hosts_why_not = record_resolved_hosts(module, runner, systemctl, service, digest)
     waited_text = ', after waiting %.1f s for the 5 s limit' % waited if waited > 0 else ''
-    module.exit_json(msg='sent SIGUSR1 to %s (MainPID %d, %s%s)%s' % (service, before, said, waited_text, because),
-                     **result)
+    module.exit_json(msg='sent SIGUSR1 to %s (MainPID %d, %s%s)%s%s' % (
+        service, before, said, waited_text, because, '; ' + hosts_why_not if hosts_why_not else ''), **result)
 
 
 if __name__ == '__main__':

@@ -578,7 +578,9 @@ services_instance:
         - The record M(rackscale.imex.imex_daemon_record) wrote when a run started the unit
           (C(/run/rackscale-imex/loaded/<unit>.json)), with C(invocation_id), the instance it describes,
           and C(files), each file mapped to the SHA-256 of the content that instance loaded (null for
-          a file that was absent).
+          a file that was absent). C(hosts_block), where recorded, is the SHA-256 of the managed block of
+          C(/etc/hosts) the instance resolved its slot names through (null for none); a record without it
+          says nothing of the block.
         - Null when there is none (the unit was started otherwise, or the tray rebooted since) or it
           cannot be read as one. A record whose C(invocation_id) is not the running one's describes an
           earlier instance.

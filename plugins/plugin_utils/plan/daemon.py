@@ -50,6 +50,17 @@ def loaded_record(read, service):
     return dict(loaded.get("files") or {})
 
 
+def resolved_hosts_block(read, service):
+    """(known, digest): the digest of the hosts block the running daemon resolved its slot names through, as
+    the record of its instance says (None: there was no block); known is False where no record of the running
+    instance says it (a record of an older release of the collection, a daemon started by hand)."""
+    read = TrayRead.of(read)
+    if loaded_record(read, service) is None:
+        return False, None
+    loaded = read.get("services_instance", {}).get(service)["loaded"]
+    return ("hosts_block" in loaded), loaded.get("hosts_block")
+
+
 def pending_restart(read, service, paths, stat_paths=()):
     """Why a running daemon runs files other than those on disk (a run stopped between its writes and
     its restart, or a hand edit), or None.

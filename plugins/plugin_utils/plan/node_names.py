@@ -16,6 +16,7 @@ import re
 
 from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import HOSTS_PATH, HostsBlockError, wanted_digest
 from ansible_collections.rackscale.imex.plugins.module_utils._nodes import FAMILY_HOSTNAME, classify
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import (
     HOSTNAME_MIN_DRIVER,
@@ -138,6 +139,30 @@ def hosts_drift(hosts_read, entries):
         return True  # the module refuses the entries, naming them
 
 
+def resolved_hosts(domain, read, service, hosts_read):
+    """(unresolved, unknown) of a tray's running daemon in a domain with slot names: unresolved says why it
+    resolved another hosts block than the one on disk (a run that wrote the block stopped before it signalled,
+    so the daemon still dials the old address of a moved slot), unknown why the read cannot tell which block it
+    resolved (no record of it: the signal is then left to a run that writes the block). "" each when not."""
+    if not domain.node_names or daemon.daemon_started(read, service) is None:
+        return "", ""
+    if not isinstance(hosts_read, dict) or hosts_read.get("error") or "sha256" not in hosts_read:
+        return "", ""  # refused by hosts_problems, or no read of the file
+    known, resolved = daemon.resolved_hosts_block(read, service)
+    if not known:
+        return "", ("no record of the hosts block its running daemon resolved (started by hand, at boot or by an "
+                    "older release of rackscale.imex): it is signalled only where this run writes a new block")
+    on_disk = hosts_read["sha256"]
+    if resolved == on_disk:
+        return "", ""
+    return ("its daemon resolved another hosts block (%s) than the one on disk (%s): written by a run that stopped "
+            "before it signalled" % (_short(resolved), _short(on_disk))), ""
+
+
+def _short(digest):
+    return digest[:12] if digest else "none"
+
+
 def made_under_work(domain, trays, pending):
     """(joining, hosts_alone): where a domain's writes are held back (work runs, or part of it is out of the
     run) but none of its running trays needs a restart, the trays whose writes are made anyway. joining: with
@@ -178,14 +203,15 @@ def node_list_changes(result):
 def reconnects(run, name, writes, starting):
     """{tray: why its running daemon is sent SIGUSR1} in a domain that does not restart: where this wave
     wrote a new hosts block for real, the running daemons resolve the slot names again and reconnect (the
-    daemons that start read it anyway)."""
+    daemons that start read it anyway); so does a running daemon whose record says it resolved another block
+    than the one on disk (a run wrote it and stopped before its signal)."""
     domain = run.domains[name]
     if not domain.node_names:
         return {}  # a block left from before is removed: the daemons dial addresses
     changed = [tray for tray in domain.trays_in_run
                if node_list_changes((writes.get(tray) or {}).get("node list"))[1]
                and not run.trays[tray].node_list_predicted]
-    if not changed:
-        return {}
     why = "new addresses of slot names in /etc/hosts (written on %s)" % ", ".join(changed)
-    return {tray: why for tray in changed if tray not in starting and not run.trays[tray].stopped}
+    running = [tray for tray in domain.trays_in_run if tray not in starting and not run.trays[tray].stopped]
+    return {tray: why if tray in changed else run.trays[tray].hosts_unresolved for tray in running
+            if tray in changed or run.trays[tray].hosts_unresolved}

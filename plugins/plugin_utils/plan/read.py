@@ -98,6 +98,8 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             entry.write_node_list = entry.write_nodes or entry.write_hosts
             # (New addresses of the slots alone are written even while work runs: made_under_work below.)
             entry.node_list_predicted = entry.predicted
+            entry.hosts_unresolved, entry.hosts_resolved_unknown = (
+                node_names.resolved_hosts(domain, read, service, hosts_read) if entry.read_hosts else ("", ""))
             entry.write = bool(entry.write_node_list or entry.write_config or entry.write_tls or entry.handover
                                or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
             entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)

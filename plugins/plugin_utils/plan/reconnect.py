@@ -30,6 +30,8 @@ def plan_reconnects(run, wave):
                                "(up to 125 s)" % (", ".join(others), "s" if len(others) == 1 else "", name,
                                                   "it" if len(others) == 1 else "them")
                                if others and keeps_running else "")
-    run.reconnects = [{"tray": tray, "service": run.domains[name].service, "reason": run.trays[tray].reconnect}
+    # hosts_file: the signal makes the daemon resolve the slot names again; the module records that it did.
+    run.reconnects = [{"tray": tray, "service": run.domains[name].service, "reason": run.trays[tray].reconnect,
+                       "hosts_file": run.trays[tray].read_hosts if run.domains[name].node_names else ""}
                       for name in wave for tray in run.domains[name].trays_in_run if run.trays[tray].reconnect]
     return run

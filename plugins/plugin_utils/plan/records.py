@@ -131,6 +131,8 @@ class Tray:
     write_hosts: bool = UNSET            # its hosts file's block of slot names differs
     write_node_list: bool = UNSET        # the one write of its node list and hosts block runs
     node_list_predicted: bool = UNSET    # that write runs in check mode
+    hosts_unresolved: str = UNSET        # why its running daemon resolved another hosts block than on disk ("": not)
+    hosts_resolved_unknown: str = UNSET  # why the read cannot tell which hosts block it resolved ("": it can)
     # restart
     restart: bool = UNSET
     start: bool = UNSET

@@ -71,9 +71,13 @@ class Tray:
     def hosts_block(self):
         return split(self.hosts)[1]
 
-    def reconnect(self):
-        """SIGUSR1: the running daemon resolves the slot names again; it stays the same instance."""
+    def reconnect(self, hosts_file=""):
+        """SIGUSR1: the running daemon resolves the slot names again; it stays the same instance. With
+        ``hosts_file`` (imex_reconnect's), the record of the instance, where there is one, follows it."""
         self.resolved = self.hosts_block()
+        loaded = (self.instance or {}).get("loaded")
+        if hosts_file and loaded and loaded["invocation_id"] == self.instance["invocation_id"]:
+            loaded["hosts_block"] = describe(self.hosts)["sha256"]
 
     def __deepcopy__(self, memo):
         """A copy whose changes stay its own; the recorded read it starts from is shared (never changed)."""
@@ -118,15 +122,18 @@ class Tray:
                                 uid=0, gid=0, mode=found.get("mode") or "0644", error=None)
         return True
 
-    def start(self, recorded=()):
+    def start(self, recorded=(), hosts_file=""):
         """A new instance of the unit, begun now. ``recorded``: the files whose content the run that started
-        it records as loaded (its handler, tied to the instance); none for a start by hand."""
+        it records as loaded (its handler, tied to the instance); none for a start by hand. ``hosts_file``:
+        the handler records the hosts block the instance resolved too."""
         self.running, self.started, self.runs = True, self.clock.now(), self._on_disk()
         self.release = self.template.get("imex_version")
         invocation = "started-at-%d" % self.started
         loaded = {"invocation_id": invocation,
                   "files": {path: (self.files.get(path) or {}).get("sha256") for path in recorded}} if recorded else None
         self.instance = {"inactive_exit": self.started, "invocation_id": invocation, "loaded": loaded}
+        if loaded and hosts_file:
+            loaded["hosts_block"] = describe(self.hosts)["sha256"]
         self.resolved = self.hosts_block()
 
     def stop(self):
@@ -349,10 +356,10 @@ class Run:
                 for tray in restarting:
                     bed.trays[tray].stop()
                 for tray in restarting:
-                    bed.trays[tray].start(plan["trays"][tray]["read_files"])
+                    bed.trays[tray].start(plan["trays"][tray]["read_files"], plan["trays"][tray]["read_hosts"])
                 starting = [tray for tray in domain["trays_in_run"] if plan["trays"][tray].get("start")]
                 for tray in starting:
-                    bed.trays[tray].start(plan["trays"][tray]["read_files"])
+                    bed.trays[tray].start(plan["trays"][tray]["read_files"], plan["trays"][tray]["read_hosts"])
                 if restarting:
                     bed.events.append(("restart", outcome.run_id, name, restarting))
                 outcome.restarted += restarting
@@ -362,8 +369,9 @@ class Run:
             if signalled:
                 bed.events.append(("reconnect", outcome.run_id, wave, signalled))
             outcome.reconnected += signalled
+            hosts_files = {item["tray"]: item["hosts_file"] for item in plan["reconnects"]}
             for tray in signalled:
-                bed.trays[tray].reconnect()
+                bed.trays[tray].reconnect(hosts_files[tray])
         yield "restarts"
         # prove.yml: a status read of the domains to prove now; the verdicts of those judged now, from it
         # or from the status read before the restarts (a domain it proved).

@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import split
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import describe, split
 from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import build_model
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import node_names
-from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, run
+from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 
 T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
@@ -279,3 +279,97 @@ def test_names_and_slots_given_as_text_are_taken_as_their_values():
     assert node_names.node_list("rack1", model["domains"]["rack1"], True) == SLOTS
     first = node_names.hosts_entries("rack1", model["domains"]["rack1"], True)[0]
     assert first == {"address": "198.18.1.13", "name": "rack1-slot-00"}
+
+
+# --- what a running daemon resolved: a run that stopped between the blocks and the signal -------------
+
+def readdressed(bed, tray, address):
+    """The tray's IMEX address changes in the inventory (a re-addressed network); its daemon keeps running."""
+    bed.trays[tray].address = address
+    bed.model = bed.build_model()
+
+
+def stopped_after_the_write(bed, **kwargs):
+    """A run that wrote the hosts blocks and was killed before its restarts and signals."""
+    killed = Run(bed, **kwargs)
+    for stage in killed:
+        if stage == "restart":
+            break
+    return killed.outcome
+
+
+def test_a_run_stopped_after_writing_the_blocks_and_before_the_signal_is_signalled_by_the_next_run():
+    bed = named_bed()
+    before = instances(bed)
+    readdressed(bed, T2, NEW_ADDRESS)
+    killed = stopped_after_the_write(bed, every=NAMES)
+    assert killed.written == {tray: ["hosts block"] for tray in ALL} and killed.reconnected == []
+    assert all(block_of(bed, tray)[1] == [NEW_ADDRESS, SLOTS[1]] for tray in ALL)
+    following = run(bed, every=NAMES)
+    assert following.written == {} and following.restarted == [] and following.started == []
+    assert following.reconnected == ALL and following.verdicts == {bed.domain: "healthy"}, following.problems
+    assert instances(bed) == before
+    reason = dict(following.plans)["restart"]["trays"][T1]["reconnect"]
+    assert re.fullmatch(r"its daemon resolved another hosts block \([0-9a-f]{12}\) than the one on disk \([0-9a-f]{12}\): "
+                        r"written by a run that stopped before it signalled", reason), reason
+    # The signal moved the records on: the run after it signals nothing.
+    settled = run(bed, every=NAMES)
+    assert (settled.written, settled.restarted, settled.started, settled.reconnected) == ({}, [], [], [])
+
+
+def test_before_the_records_knew_the_hosts_block_the_next_run_did_not_signal_and_the_proof_failed(monkeypatch):
+    """What the record adds: without it the blocks look done and the daemons keep dialling the old address."""
+    bed = named_bed()
+    readdressed(bed, T2, NEW_ADDRESS)
+    stopped_after_the_write(bed, every=NAMES)
+    monkeypatch.setattr(node_names, "resolved_hosts", lambda *_args: ("", ""))
+    following = run(bed, every=NAMES)
+    assert following.reconnected == [] and following.stopped_at == "prove"
+
+
+def block_digest(bed, tray):
+    """The digest of the hosts block on the tray's disk (None: no block)."""
+    return describe(bed.trays[tray].hosts)["sha256"]
+
+
+def test_a_daemon_whose_record_holds_the_block_on_disk_is_not_signalled():
+    bed = named_bed()
+    for tray in ALL:
+        assert bed.trays[tray].instance["loaded"]["hosts_block"] == block_digest(bed, tray)
+    again = run(bed, every=NAMES)
+    assert again.reconnected == [] and again.planned_reconnect == []
+    read_plan = dict(again.plans)["read"]["trays"]
+    assert {tray: (read_plan[tray]["hosts_unresolved"], read_plan[tray]["hosts_resolved_unknown"]) for tray in ALL} == {
+        tray: ("", "") for tray in ALL}
+
+
+def test_a_daemon_without_a_record_of_its_hosts_block_keeps_todays_rule_and_the_read_says_why():
+    bed = named_bed()
+    readdressed(bed, T2, NEW_ADDRESS)
+    stopped_after_the_write(bed, every=NAMES)
+    del bed.trays[T1].instance["loaded"]["hosts_block"]  # recorded by an older release of the collection
+    bed.trays[T3].instance["loaded"] = None  # started by hand
+    following = run(bed, every=NAMES)
+    assert following.reconnected == [T2]
+    read_plan = dict(following.plans)["read"]["trays"]
+    for tray in (T1, T3):
+        assert read_plan[tray]["hosts_unresolved"] == ""
+        assert read_plan[tray]["hosts_resolved_unknown"].startswith(
+            "no record of the hosts block its running daemon resolved"), read_plan[tray]
+    assert read_plan[T2]["hosts_resolved_unknown"] == ""
+
+
+def test_the_signal_a_stopped_run_left_is_predicted_under_check_and_made_under_work():
+    bed = named_bed()
+    readdressed(bed, T2, NEW_ADDRESS)
+    stopped_after_the_write(bed, every=NAMES)
+    before = (bed.snapshot(), instances(bed), {tray: dict(bed.trays[tray].instance["loaded"]) for tray in ALL})
+    checked = run(bed, every=NAMES, check=True)
+    assert checked.planned_reconnect == ALL and checked.reconnected == []
+    assert (bed.snapshot(), instances(bed), {tray: dict(bed.trays[tray].instance["loaded"]) for tray in ALL}) == before
+    for tray in ALL:
+        bed.trays[tray].work = [{"pid": 4242, "name": "python3"}]
+    busy = run(bed, every=NAMES)
+    assert not busy.refused, busy.problems
+    assert busy.reconnected == ALL and busy.restarted == [] and busy.verdicts == {bed.domain: "healthy"}
+    assert instances(bed) == before[1]

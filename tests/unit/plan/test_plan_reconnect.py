@@ -32,7 +32,8 @@ def test_a_tray_back_from_repair_starts_and_its_running_peers_reconnect_to_it():
     assert plan["trays"][T1]["reconnect"] == (
         "rack1-tray03 starts in domain rack1: reconnect to it now, not after the reconnect backoff (up to 125 s)")
     assert plan["trays"][T3]["reconnect"] == ""
-    assert plan["reconnects"] == [{"tray": tray, "service": "nvidia-imex", "reason": plan["trays"][tray]["reconnect"]}
+    assert plan["reconnects"] == [{"tray": tray, "service": "nvidia-imex", "reason": plan["trays"][tray]["reconnect"],
+                                       "hosts_file": ""}
                                   for tray in (T1, T2)]
     assert run(bed, every=NEW_PORT).reconnected == []
 
@@ -117,4 +118,5 @@ def test_a_reason_another_rule_gave_first_is_kept():
     """New addresses in the hosts block alone reconnect every running daemon (the host names' rule)."""
     plan = plan_reconnects(plan_of(reconnect={T1: "new addresses in /etc/hosts", T2: "", T3: ""}), ["rack1"])
     assert reasons(plan) == {T1: "new addresses in /etc/hosts", T2: "", T3: ""}
-    assert plan.reconnects == [{"tray": T1, "service": "nvidia-imex", "reason": "new addresses in /etc/hosts"}]
+    assert plan.reconnects == [{"tray": T1, "service": "nvidia-imex", "reason": "new addresses in /etc/hosts",
+                                "hosts_file": ""}]

@@ -13,6 +13,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_record
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import BEGIN, replace_block, split
 from ansible_collections.rackscale.imex.plugins.modules import imex_daemon_record
 
 TIMEOUT = '/usr/bin/timeout'
@@ -21,6 +22,9 @@ INSTANCE = '3b1c9e0f5d2a4c6e8f0a1b2c3d4e5f60'
 NEXT_INSTANCE = '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071'
 NODES = '198.18.1.11\n198.18.1.12\n198.18.1.13\n'
 CONFIG = 'SERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n'
+with open(os.path.join(os.path.dirname(__file__), '..', '..', 'samples', 'hosts', 'debian.txt'), encoding='utf-8') as _hosts:
+    HOSTS = _hosts.read()
+HOSTS_WITH_BLOCK = replace_block(HOSTS, [('198.18.1.11', 'rack1-slot-00'), ('198.18.1.12', 'rack1-slot-01')])
 
 
 def sha256(text):
@@ -41,7 +45,7 @@ def record(run_module, tray):
     """record(show='...', check=False, files=None) -> (result, the commands run) of one imex_daemon_record run;
     ``show`` is what systemctl show prints."""
     def _record(show='ActiveState=active\nInvocationID=%s\n' % INSTANCE, check=False, files=None, rc=0,
-                service='nvidia-imex'):
+                service='nvidia-imex', hosts_file=None):
         calls = []
 
         def get_bin_path(self, name, required=False, opt_dirs=None):
@@ -53,7 +57,10 @@ def record(run_module, tray):
 
         paths = files if files is not None else [str(tray / 'nodes_config.cfg'), str(tray / 'config.cfg')]
         with mock.patch.multiple(basic.AnsibleModule, get_bin_path=get_bin_path, run_command=run_command):
-            result = run_module(imex_daemon_record, {'service': service, 'files': paths}, check=check)
+            args = {'service': service, 'files': paths}
+            if hosts_file:
+                args['hosts_file'] = hosts_file
+            result = run_module(imex_daemon_record, args, check=check)
         return result, calls
     return _record
 
@@ -174,3 +181,42 @@ def test_a_record_place_others_could_redirect_is_refused(record, tray, prepare, 
     assert result['_exit_code'] == 1
     assert result['msg'].startswith('refusing to record what nvidia-imex loaded in %s/loaded/nvidia-imex.json: '
                                     % run) and result['msg'].endswith(reason)
+
+
+# --- the hosts block the instance resolved its slot names through ---------------------------------------
+
+def test_the_hosts_block_the_instance_resolved_is_recorded(record, tray):
+    (tray / 'hosts').write_text(HOSTS_WITH_BLOCK)
+    result, _calls = record(hosts_file=str(tray / 'hosts'))
+    digest = hashlib.sha256(split(HOSTS_WITH_BLOCK)[1].encode()).hexdigest()
+    assert result['_exit_code'] == 0 and result['hosts_block'] == digest and written(tray)['hosts_block'] == digest
+    assert _daemon_record.read('nvidia-imex')['hosts_block'] == digest
+
+
+@pytest.mark.parametrize('content', [HOSTS, None])
+def test_a_hosts_file_without_a_block_is_recorded_as_none(record, tray, content):
+    if content is not None:
+        (tray / 'hosts').write_text(content)
+    result, _calls = record(hosts_file=str(tray / 'hosts'))
+    assert result['_exit_code'] == 0 and result['hosts_block'] is None
+    assert 'hosts_block' in written(tray) and written(tray)['hosts_block'] is None
+
+
+def test_a_hosts_file_with_broken_markers_leaves_the_record_without_its_digest_and_warns(record, tray):
+    (tray / 'hosts').write_text(HOSTS + BEGIN + '\n198.18.1.11\track1-slot-00\n')
+    result, _calls = record(hosts_file=str(tray / 'hosts'))
+    assert result['_exit_code'] == 0 and result['recorded'] is True and 'hosts_block' not in result
+    assert 'hosts_block' not in written(tray) and _daemon_record.read('nvidia-imex')['files'] == result['files']
+    assert len(result['_warnings']) == 1
+    assert result['_warnings'][0].startswith('the hosts block nvidia-imex resolved is not recorded: %s: ' % (tray / 'hosts'))
+
+
+def test_a_record_of_an_older_release_says_nothing_of_the_hosts_block():
+    text = json.dumps({'format': 1, 'invocation_id': INSTANCE, 'files': {'/etc/x': None}})
+    assert _daemon_record.parse(text) == {'invocation_id': INSTANCE, 'files': {'/etc/x': None}}
+
+
+@pytest.mark.parametrize('value', ['short', 17, ['a' * 64]])
+def test_a_record_with_a_damaged_hosts_block_is_no_record(value):
+    assert _daemon_record.parse(json.dumps({'format': 1, 'invocation_id': INSTANCE, 'files': {},
+                                            'hosts_block': value})) is None

@@ -11,24 +11,34 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_signal
+from ansible_collections.rackscale.imex.plugins.module_utils import _daemon_record, _daemon_signal
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import BEGIN, block_digest, replace_block, split
 from ansible_collections.rackscale.imex.plugins.modules import imex_reconnect
 
 TIMEOUT = '/usr/bin/timeout'
 SYSTEMCTL = '/usr/bin/systemctl'
 KILL = [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'kill', '--signal=SIGUSR1', '--kill-whom=main', '--', 'nvidia-imex']
 SHOW = [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'MainPID', '-p', 'ActiveState', '--', 'nvidia-imex']
+SHOW_INSTANCE = [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'InvocationID', '--', 'nvidia-imex']
+INSTANCE = '3b1c9e0f5d2a4c6e8f0a1b2c3d4e5f60'
+EARLIER_INSTANCE = '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071'
+OLD_BLOCK = [('198.18.1.11', 'rack1-slot-00'), ('198.18.1.12', 'rack1-slot-01')]
+NEW_BLOCK = [('198.18.1.11', 'rack1-slot-00'), ('198.18.1.99', 'rack1-slot-01')]
+LOADED = {'/etc/nvidia-imex/nodes_config.cfg': 'a' * 64}
 
 
 class Systemd:
     """The unit as systemctl shows and signals it; the clock moves only when the module sleeps."""
 
-    def __init__(self, state='active', pid=4711, kill_rc=0, restarted_by_signal=False):
+    def __init__(self, state='active', pid=4711, kill_rc=0, restarted_by_signal=False, invocation=INSTANCE):
         self.state, self.pid, self.kill_rc, self.restarted_by_signal = state, pid, kill_rc, restarted_by_signal
+        self.invocation = invocation
         self.calls, self.signals, self.now, self.slept = [], [], 1000.0, []
 
     def run_command(self, cmd, **kwargs):
         self.calls.append(list(cmd))
+        if 'InvocationID' in cmd:
+            return 0, 'InvocationID=%s\n' % self.invocation, ''
         if 'show' in cmd:
             return 0, 'MainPID=%d\nActiveState=%s\n' % (self.pid, self.state), ''
         if self.kill_rc:
@@ -144,3 +154,91 @@ def test_a_service_that_is_no_unit_name_is_refused_before_systemctl(run_module, 
     result = run(run_module, systemd, monkeypatch, service='../x')
     assert result['_exit_code'] == 1 and result['msg'].startswith("service: '../x' is not a systemd unit name")
     assert systemd.calls == []
+
+
+# --- the hosts block the signalled instance resolves, in the record of what it loaded -------------------
+
+@pytest.fixture
+def tray(tmp_path, monkeypatch):
+    """A tray whose daemon instance was started by a run (its record holds the old block) and whose hosts file
+    holds the new block."""
+    monkeypatch.setattr(_daemon_record, 'RECORD_DIR', str(tmp_path / 'run' / 'loaded'))
+    (tmp_path / 'run' / 'loaded').mkdir(parents=True, mode=0o700)
+    hosts = tmp_path / 'hosts'
+    hosts.write_text(replace_block('127.0.0.1\tlocalhost\n', NEW_BLOCK))
+    return tmp_path
+
+
+def record(tray, instance=INSTANCE, **hosts_block):
+    (tray / 'run' / 'loaded' / 'nvidia-imex.json').write_text(
+        _daemon_record.build('nvidia-imex', instance, LOADED, **hosts_block))
+
+
+def loaded(tray):
+    return _daemon_record.read('nvidia-imex')
+
+
+def new_digest(tray):
+    return block_digest(split((tray / 'hosts').read_text())[1])
+
+
+def old_digest():
+    return block_digest(split(replace_block('', OLD_BLOCK))[1])
+
+
+def test_after_a_signal_the_record_of_the_instance_holds_the_block_it_resolved(run_module, monkeypatch, signal_dir, tray):
+    record(tray, hosts_block=old_digest())
+    systemd = Systemd()
+    result = run(run_module, systemd, monkeypatch, hosts_file=str(tray / 'hosts'))
+    assert result['_exit_code'] == 0 and result['signalled'] is True and result['recorded_hosts_block'] is True
+    assert systemd.calls == [SHOW, KILL, SHOW, SHOW_INSTANCE]
+    assert loaded(tray) == {'invocation_id': INSTANCE, 'files': LOADED, 'hosts_block': new_digest(tray)}
+    assert new_digest(tray) != old_digest()
+    assert result['msg'] == 'sent SIGUSR1 to nvidia-imex (MainPID 4711, still the same process)'
+
+
+def test_a_record_of_an_older_release_gets_the_block_too(run_module, monkeypatch, signal_dir, tray):
+    record(tray)
+    result = run(run_module, Systemd(), monkeypatch, hosts_file=str(tray / 'hosts'))
+    assert result['recorded_hosts_block'] is True and loaded(tray)['hosts_block'] == new_digest(tray)
+
+
+@pytest.mark.parametrize('prepare', [
+    lambda tray: record(tray, instance=EARLIER_INSTANCE, hosts_block=None),  # of an earlier instance
+    lambda tray: None,  # started by hand: no record
+])
+def test_a_daemon_without_a_record_of_its_instance_gets_none_and_the_task_says_so(
+        run_module, monkeypatch, signal_dir, tray, prepare):
+    prepare(tray)
+    before = loaded(tray)
+    result = run(run_module, Systemd(), monkeypatch, hosts_file=str(tray / 'hosts'))
+    assert result['_exit_code'] == 0 and result['signalled'] is True and result['recorded_hosts_block'] is False
+    assert loaded(tray) == before
+    assert result['msg'].endswith('; no record of what this instance of nvidia-imex loaded (%s): the hosts block it '
+                                  'resolved is not recorded' % (tray / 'run' / 'loaded' / 'nvidia-imex.json'))
+
+
+def test_a_new_main_process_after_the_signal_records_nothing(run_module, monkeypatch, signal_dir, tray):
+    record(tray, hosts_block=old_digest())
+    result = run(run_module, Systemd(restarted_by_signal=True), monkeypatch, hosts_file=str(tray / 'hosts'))
+    assert result['recorded_hosts_block'] is False and loaded(tray)['hosts_block'] == old_digest()
+
+
+def test_under_check_and_without_a_hosts_file_no_record_is_touched(run_module, monkeypatch, signal_dir, tray):
+    record(tray, hosts_block=old_digest())
+    checked = run(run_module, Systemd(), monkeypatch, check=True, hosts_file=str(tray / 'hosts'))
+    assert checked['recorded_hosts_block'] is False and loaded(tray)['hosts_block'] == old_digest()
+    systemd = Systemd()
+    plain = run(run_module, systemd, monkeypatch)
+    assert plain['recorded_hosts_block'] is False and loaded(tray)['hosts_block'] == old_digest()
+    assert systemd.calls == [SHOW, KILL, SHOW]
+
+
+def test_broken_markers_signal_and_record_nothing_saying_why(run_module, monkeypatch, signal_dir, tray):
+    record(tray, hosts_block=old_digest())
+    (tray / 'hosts').write_text(BEGIN + '\n198.18.1.11\track1-slot-00\n')
+    systemd = Systemd()
+    result = run(run_module, systemd, monkeypatch, hosts_file=str(tray / 'hosts'))
+    assert result['signalled'] is True and result['recorded_hosts_block'] is False
+    assert loaded(tray)['hosts_block'] == old_digest() and SHOW_INSTANCE not in systemd.calls
+    assert '; the hosts block it resolves is not recorded: %s: ' % (tray / 'hosts') in result['msg']
