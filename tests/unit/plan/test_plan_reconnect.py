@@ -32,9 +32,9 @@ def test_a_tray_back_from_repair_starts_and_its_running_peers_reconnect_to_it():
     assert plan["trays"][T1]["reconnect"] == (
         "rack1-tray03 starts in domain rack1: reconnect to it now, not after the reconnect backoff (up to 125 s)")
     assert plan["trays"][T3]["reconnect"] == ""
-    assert plan["reconnects"] == [{"tray": tray, "service": "nvidia-imex", "reason": plan["trays"][tray]["reconnect"],
-                                       "hosts_file": ""}
-                                  for tray in (T1, T2)]
+    assert plan["reconnects"] == [
+        {"tray": tray, "service": "nvidia-imex", "reason": plan["trays"][tray]["reconnect"], "hosts_file": ""}
+        for tray in (T1, T2)]
     assert run(bed, every=NEW_PORT).reconnected == []
 
 
