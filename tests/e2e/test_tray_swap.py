@@ -14,6 +14,7 @@ import time
 import pytest
 import yaml
 
+from ansible_collections.rackscale.imex.plugins.module_utils._hosts_block import block_digest, split
 from conftest import requires_rack, run_playbook
 
 pytestmark = requires_rack
@@ -40,6 +41,16 @@ def names_inventory(rack, path):
 def daemon_pids(rack, trays):
     return {tray: rack.ssh(tray, "systemctl", "show", "-p", "MainPID", "--value", "nvidia-imex").stdout.strip()
             for tray in trays}
+
+
+def resolved_hosts_blocks(rack, trays):
+    """{tray: (the hosts block digest its daemon's record says it resolved, the digest of the block on disk)}."""
+    found = {}
+    for tray in trays:
+        record = json.loads(rack.ssh(tray, "cat", "/run/rackscale-imex/loaded/nvidia-imex.json").stdout or "{}")
+        on_disk = block_digest(split(rack.ssh(tray, "cat", "/etc/hosts").stdout)[1])
+        found[tray] = (record.get("hosts_block", "absent"), on_disk)
+    return found
 
 
 def report(reports):
@@ -81,6 +92,11 @@ def test_a_swapped_tray_takes_its_slot_while_work_runs_and_no_peer_restarts(simu
             hosts = rack.ssh(tray, "cat", "/etc/hosts").stdout
             assert "%s\track1-slot-02" % new_address in hosts, (tray, hosts)
             assert rack.ssh(tray, "cat", NODE_LIST).stdout.split() == SLOTS, tray
+        # What each daemon resolved is in its record: the peers' moved on by their signal, the new board's
+        # written at its start. A run that stopped before the signal would leave them behind, and the next
+        # run signals where they differ.
+        resolved = resolved_hosts_blocks(rack, TRAYS)
+        assert all(recorded == on_disk and on_disk for recorded, on_disk in resolved.values()), resolved
         swapped = report(reports)
         assert swapped["slots_moved"] == {SWAPPED: new_address}, swapped
         assert "%s took its slot at a new address without a restart of its peers" % SWAPPED in swapped["message"]
