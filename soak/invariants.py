@@ -358,12 +358,14 @@ def healthy_rack(domains, converged, topology, touched):
     return all(d in converged and not set(topology[d]) & set(touched) for d in domains)
 
 
-def rc_truth(run, ctl_states, health_faults, addresses, healthy=False):
+def rc_truth(run, ctl_states, health_faults, addresses, healthy=False, stoppers=()):
     """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
     the whole run gives rc != 0 with a failure naming its tray or pair; and on a healthy rack
     (``healthy``: no fault on the run's domains, active, injected or healed in the step, nothing
     left half done by a killed run) rc 0. ctl_states: {domain: state or None (unread)};
-    health_faults: [{kind, trays}] active from before to after the run."""
+    health_faults: [{kind, trays}] active from before to after the run; stoppers: the step's other
+    faults (a tray rebooted or cut off during the run, say), which can stop the run before it reaches
+    a health fault."""
     problems = []
     if healthy and run["rc"] != 0:
         return False, "%s rc %d on a healthy rack: %s" % (
@@ -385,9 +387,10 @@ def rc_truth(run, ctl_states, health_faults, addresses, healthy=False):
         if run["rc"] == 0:
             problems.append("%s rc 0 under %s on %s" % (run["name"], fault["kind"], " ".join(fault["trays"])))
         elif not named(fault):
-            # A run that stops at a gate for the whole run (the fabric and version gate) names the
-            # fault that stopped it; another fault behind it is not reached: said, not failed.
-            others = [f for f in health_faults if f is not fault and named(f)]
+            # A run that stops at a gate for the whole run (the fabric and version gate), or at its read
+            # on a tray another fault of the step took away, names the fault that stopped it; another
+            # fault behind it is not reached: said, not failed.
+            others = [f for f in list(health_faults) + list(stoppers) if f is not fault and named(f)]
             if others:
                 masked.append("%s on %s not reached (the run stopped at %s on %s)" % (
                     fault["kind"], " ".join(fault["trays"]), others[0]["kind"], " ".join(others[0]["trays"])))

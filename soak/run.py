@@ -625,7 +625,8 @@ class Soak:
             lasting = [f for fid, f in active_at_start.items() if fid in self.active and f["kind"] in health
                        and any(self.domain_of[t] in run["domains"] for t in f["trays"])
                        and f.get("since", 0) < run["start"]]
-            ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses)
+            stoppers = [f for f in entry["faults"] if f.get("injected") and f not in lasting]
+            ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses, stoppers=stoppers)
             if ok is False:
                 problems.append(detail)
             elif ok is None:

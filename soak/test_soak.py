@@ -358,6 +358,16 @@ def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming
         {"type": "failed", "host": "rack1-tray01", "msg": "domain rack2 runs different driver releases: 580.105.08 on rack2-tray01"}]}
     ok, detail = inv.rc_truth(gated, {}, [cut, skew], ADDRESSES)
     assert ok is True and "link-cut on rack1-tray01 rack1-tray02 not reached (the run stopped at version on rack2-tray01)" in detail
+    # A run stopped at its read by a tray the step rebooted during it: the health fault behind is not
+    # reached (seed 20261127, step 31); a reboot it does not name masks nothing.
+    hang = {"kind": "ctl-hang", "trays": ["rack1-tray01"]}
+    reboot = {"kind": "reboot", "trays": ["rack1-tray02"]}
+    read_stop = {"name": "s", "rc": 2, "domains": ["rack1"], "events": [
+        {"type": "failed", "host": "rack1-tray01", "msg": "The run stopped at its read stage (domains rack1); trays rack1-tray02"}]}
+    ok, detail = inv.rc_truth(read_stop, {"rack1": "UP"}, [hang], ADDRESSES, stoppers=[reboot])
+    assert ok is True and "ctl-hang on rack1-tray01 not reached (the run stopped at reboot on rack1-tray02)" in detail
+    assert inv.rc_truth(read_stop, {"rack1": "UP"}, [hang], ADDRESSES)[0] is False
+    assert inv.rc_truth(mute, {"rack1": "DEGRADED"}, [hang], ADDRESSES, stoppers=[reboot])[0] is False
 
 
 def test_heal_converges_within_two_runs_then_passes_and_changes_nothing():
