@@ -293,6 +293,20 @@ class Soak:
                 return probes, waiting
             self.runner.sleep(1)
 
+    @staticmethod
+    def prediction_verdict(check_run, run, pre_check, between, waiting, during):
+        """check_predicts for a --check run and the real run right after it."""
+        if waiting:
+            return None, "the step's faults had not settled before the check run: %s" % "; ".join(waiting)
+        if during:
+            return None, "a fault was injected during the real run"
+        if check_run["rc"] != 0 and run["rc"] == 0:
+            return False, "the check run failed (rc %d) where the real run passed: %s" % (
+                check_run["rc"], inv.failure_text(check_run["events"]).strip()[:400])
+        if check_run["rc"] != 0 or run["rc"] != 0:
+            return None, "check rc %d, real rc %d: a failed run's changes stop where it failed" % (check_run["rc"], run["rc"])
+        return inv.check_predicts(check_run["events"], run["events"], pre_check, between)
+
     def wait_for_stale_locks(self, index):
         waits = [k["stale_at"] - time.time() for k in self.killed_locks.values()]
         if waits and max(waits) > 0:
@@ -425,10 +439,18 @@ class Soak:
             healed = [(fid, self.heal(fid)) for fid in ids if fid in self.active]
         if kind == "heal_all":
             self.wait_for_stale_locks(index)
+            # The first run after a full heal has the most to do (start what was stopped, rewrite what
+            # was edited): its --check is the richest prediction of the series.
+            pre_check, waiting = self.settled_probe(before_faults)
+            check_run = self.run_playbook("check", "site.yml", index, check=True)
+            checks.append(check_run)
+            between = self.probe_all()
             up_after = None
             for attempt in (1, 2):
                 run = self.run_playbook("site-%d" % attempt, "site.yml", index, during=during if attempt == 1 else ())
                 runs.append(run)
+                if attempt == 1:
+                    verdicts["check_predicts"] = self.prediction_verdict(check_run, run, pre_check, between, waiting, during)
                 if run["rc"] == 0 and all(s == "UP" for s in run["ctl"].values()):
                     up_after = attempt
                     break
@@ -449,17 +471,7 @@ class Soak:
             between = self.probe_all()
             run = self.run_playbook("site", "site.yml", index, during=during)
             runs.append(run)
-            if waiting:
-                verdicts["check_predicts"] = (None, "the step's faults had not settled before the check run: %s" % "; ".join(waiting))
-            elif during:
-                verdicts["check_predicts"] = (None, "a fault was injected during the real run")
-            elif check_run["rc"] != 0 and run["rc"] == 0:
-                verdicts["check_predicts"] = (False, "the check run failed (rc %d) where the real run passed: %s" % (
-                    check_run["rc"], inv.failure_text(check_run["events"]).strip()[:400]))
-            elif check_run["rc"] != 0 or run["rc"] != 0:
-                verdicts["check_predicts"] = (None, "check rc %d, real rc %d: a failed run's changes stop where it failed" % (check_run["rc"], run["rc"]))
-            else:
-                verdicts["check_predicts"] = inv.check_predicts(check_run["events"], run["events"], pre_check, between)
+            verdicts["check_predicts"] = self.prediction_verdict(check_run, run, pre_check, between, waiting, during)
         elif kind == "concurrent":
             domain = action["domain"]
             inventory = self.bed.rack_inventory(int(domain[4:]))
@@ -531,7 +543,7 @@ class Soak:
             return "site.yml killed (SIGKILL) after %.1f s" % action["after_s"]
         if kind in ("heal_some", "heal_all"):
             return "%s (%s), then site.yml%s" % (kind.replace("_", " "), ", ".join(fid for fid, _ in healed) or "nothing active",
-                                                 " until UP, and once more" if kind == "heal_all" else "")
+                                                 " --check --diff, site.yml until UP, and once more" if kind == "heal_all" else "")
         return {"site": "site.yml", "validate": "validate.yml"}[kind]
 
     def judge(self, index, entry, begin, before, after, runs, checks, active_at_start, healed):

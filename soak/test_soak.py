@@ -404,6 +404,21 @@ def test_check_must_predict_the_real_changes_and_change_nothing():
     assert inv.check_predicts(change, change, before, {"rack1-tray01": None})[0] is None
 
 
+def test_a_prediction_is_judged_only_when_both_runs_pass_settled_and_undisturbed():
+    """The verdict the --check steps and the full heals share."""
+    before = {"rack1-tray01": probe()}
+    passed = {"rc": 0, "events": []}
+    failed = {"rc": 2, "events": [{"type": "failed", "host": "rack1-tray01", "task": "prove", "msg": "not UP"}]}
+    verdict = soak_run.Soak.prediction_verdict
+    assert verdict(passed, passed, before, before, [], [])[0] is True
+    ok, detail = verdict(failed, passed, before, before, [], [])
+    assert ok is False and "the check run failed (rc 2) where the real run passed" in detail
+    assert verdict(passed, failed, before, before, [], [])[0] is None
+    assert verdict(passed, passed, before, before, ["rack1-tray01 rebooting"], [])[0] is None
+    assert verdict(passed, passed, before, before, [], [{"id": "3.0"}])[0] is None
+    assert verdict(passed, passed, before, {"rack1-tray01": probe(boot=200.0)}, [], [])[0] is False
+
+
 def test_check_predicts_digests_the_modprobe_options_and_the_channel_devices():
     change = [{"type": "ok", "task": "Write config", "host": "rack1-tray01", "changed": True, "time": 1}]
     before = probe()
