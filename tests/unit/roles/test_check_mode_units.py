@@ -1,0 +1,72 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""--check on a tray that has never been configured must predict, not fail. The systemd module looks the unit
+up even under --check and fails with "Could not find the requested service" when it is not installed: so no
+task of the roles may start, stop, enable, disable or mask, through the systemd module, a unit that the roles
+themselves install (a copy or template into a systemd unit directory). The unit is then enabled by its
+`WantedBy` link, which the file module predicts."""
+from __future__ import annotations
+
+import glob
+import os
+
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+UNIT_DIRS = ("/etc/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/")
+INSTALLERS = ("ansible.builtin.copy", "ansible.builtin.template")
+SYSTEMD = ("ansible.builtin.systemd_service", "ansible.builtin.systemd")
+
+
+def tasks_of(items):
+    for task in items or []:
+        if not isinstance(task, dict):
+            continue
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from tasks_of(task.get(key))
+
+
+def role_tasks(root=ROOT):
+    for path in sorted(glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml"))
+                       + glob.glob(os.path.join(root, "roles", "*", "handlers", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            for task in tasks_of(yaml.safe_load(handle)):
+                yield os.path.relpath(path, root), task
+
+
+def units_the_roles_install(tasks):
+    units = set()
+    for _path, task in tasks:
+        for action in INSTALLERS:
+            dest = str((task.get(action) or {}).get("dest", ""))
+            if dest.startswith(UNIT_DIRS):
+                units.add(os.path.basename(dest))
+    return units
+
+
+def systemd_tasks_on(units, tasks):
+    found = []
+    for path, task in tasks:
+        for action in SYSTEMD:
+            args = task.get(action) or {}
+            if str(args.get("name", "")) in units:
+                found.append("%s: %s" % (path, task.get("name")))
+    return found
+
+
+def test_no_systemd_module_task_acts_on_a_unit_the_roles_install():
+    tasks = list(role_tasks())
+    units = units_the_roles_install(tasks)
+    assert "rackscale-imex-channels.service" in units
+    assert systemd_tasks_on(units, tasks) == []
+
+
+def test_the_rule_finds_an_enable_of_a_unit_installed_just_before():
+    # The shape of the boot unit's tasks before --check learnt to predict them.
+    tasks = [("roles/x/tasks/boot.yml", {"name": "Install the unit", "ansible.builtin.copy": {
+                 "src": "x.service", "dest": "/etc/systemd/system/x.service"}}),
+             ("roles/x/tasks/boot.yml", {"name": "Enable the unit", "ansible.builtin.systemd_service": {
+                 "name": "x.service", "enabled": True}}),
+             ("roles/x/tasks/boot.yml", {"name": "Start the vendor's daemon", "ansible.builtin.systemd_service": {
+                 "name": "nvidia-imex.service", "state": "started"}})]
+    assert systemd_tasks_on(units_the_roles_install(tasks), tasks) == ["roles/x/tasks/boot.yml: Enable the unit"]
