@@ -1,9 +1,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""--check on a tray that has never been configured must predict, not fail. The systemd module looks the unit
-up even under --check and fails with "Could not find the requested service" when it is not installed: so no
-task of the roles may start, stop, enable, disable or mask, through the systemd module, a unit that the roles
-themselves install (a copy or template into a systemd unit directory). The unit is then enabled by its
-`WantedBy` link, which the file module predicts."""
+"""--check predicts exactly what the real run does, as the modules' check modes alone cannot:
+
+- On a tray that has never been configured, the systemd module looks a unit up even under --check and fails
+  with "Could not find the requested service" when it is not installed: so no task of the roles may start,
+  stop, enable, disable or mask, through the systemd module, a unit that the roles themselves install (a copy
+  or template into a systemd unit directory). The unit is then enabled by its `WantedBy` link, which the file
+  module predicts.
+- Under --check the daemon's start is only predicted: a handler that acts on the started instance finds the
+  old one (or none), so it predicts its change (`changed_when: ... or ansible_check_mode`, or the plan's
+  `start_predicted`)."""
 from __future__ import annotations
 
 import glob
@@ -70,3 +75,38 @@ def test_the_rule_finds_an_enable_of_a_unit_installed_just_before():
              ("roles/x/tasks/boot.yml", {"name": "Start the vendor's daemon", "ansible.builtin.systemd_service": {
                  "name": "nvidia-imex.service", "state": "started"}})]
     assert systemd_tasks_on(units_the_roles_install(tasks), tasks) == ["roles/x/tasks/boot.yml: Enable the unit"]
+
+
+START = "Start IMEX daemon"
+PREDICTIONS = ("ansible_check_mode", "start_predicted")
+
+
+def handlers_unpredicted_after_the_start(handlers):
+    """The handlers run with the daemon's start whose change --check cannot see and does not predict."""
+    found = []
+    for handler in handlers:
+        if handler.get("listen") != START and handler.get("name") != START:
+            continue
+        changed_when = handler.get("changed_when", True)
+        if changed_when is False or str(changed_when).strip().lower() == "false":
+            continue
+        if not any(word in str(changed_when) for word in PREDICTIONS):
+            found.append(handler.get("name"))
+    return found
+
+
+def test_every_handler_of_the_start_predicts_its_change_under_check():
+    with open(os.path.join(ROOT, "roles", "imex", "handlers", "main.yml"), encoding="utf-8") as handle:
+        handlers = list(tasks_of(yaml.safe_load(handle)))
+    assert any(h.get("listen") == START for h in handlers)
+    assert handlers_unpredicted_after_the_start(handlers) == []
+
+
+def test_the_rule_finds_the_record_of_the_started_instance_without_a_prediction():
+    # The daemon record's handler before --check learnt to predict it.
+    handlers = [{"name": START, "ansible.builtin.systemd_service": {"name": "nvidia-imex", "state": "started"},
+                 "changed_when": "__imex_daemon_start.changed or __imex_tray.start_predicted"},
+                {"name": "Reset the start limit", "listen": START, "changed_when": False},
+                {"name": "Record what the started IMEX daemon loaded", "listen": START,
+                 "rackscale.imex.imex_daemon_record": {"service": "nvidia-imex"}}]
+    assert handlers_unpredicted_after_the_start(handlers) == ["Record what the started IMEX daemon loaded"]
