@@ -44,6 +44,9 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     run.gate_messages = ([FABRIC_SKIPPED] if skip_fabric else []) + run.notes
     # The run goes on without them, as without any tray ssh does not reach.
     run.unreachable = [tray for tray in run.trays if TrayRead.of(reads.get(tray)).get("unreachable", False)]
+    # They leave the play after this stage, through one include (read.yml): the trays out of service (never
+    # contacted, their read skipped) and those ssh did not reach.
+    run.leaving = list(run.out_of_service or []) + run.unreachable
     slurm_problems, run.warnings = slurm_channel_checks(run, tray_options, reads)
     if slurm_problems:
         raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "

@@ -223,6 +223,7 @@ class Run:
     probe_skipped: list = UNSET
     judge_now: list = UNSET
     unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
+    leaving: list = UNSET                # the trays out of service and those unreachable: they leave the play
     # [[tray]] per wave (plan/work.py): the trays that may do something in it, those whose channels it
     # ensures (the first wave), those that include it (its workers and channels, else one runner), and the
     # task file they include (its workers' tasks, or its run_once tasks alone).

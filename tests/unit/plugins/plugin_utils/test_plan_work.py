@@ -66,7 +66,7 @@ def test_a_tray_ssh_did_not_reach_neither_works_nor_runs_a_wave():
     reads = reads_of(plan)
     reads["a1"] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
     plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
-    assert plan["unreachable"] == ["a1"]
+    assert plan["unreachable"] == ["a1"] and plan["leaving"] == ["a1"]
     assert plan["wave_workers"] == [[], []] and plan["wave_trays"] == [["a2"], ["b1"]]
 
 
