@@ -5,12 +5,13 @@
 include for the whole run, not one per gate.
 
 A wave is included on its workers: the trays that may do something in it, as the read shows them before the
-wave's status read. The channels of every tray are ensured in the first wave (before any wave writes). In a
+wave's status read. The channels of every tray are ensured in the first wave (before any wave writes; the first
+that any tray ssh reached runs: a wave none of whose trays is left in the play runs nowhere, as before). In a
 domain whose host daemon runs all the time, any write, pending restart or pending reload can restart or reload
 the whole domain: then every tray of it works; else the trays whose daemon the read did not find running, which
 the status read may show not READY and which are then started. A running daemon that the status read does not
-show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing); its
-running peers are still made to reconnect to it (restart stage). A wave without a worker is included on one
+show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): it and
+its running peers are made to reconnect (restart stage). A wave without a worker is included on one
 tray of its domains, its runner, in a file with the wave's run_once tasks alone: the locks' refresh, the status
 read, the restart plan, the reconnects and the proof.
 """
@@ -40,18 +41,18 @@ def plan_waves(run, reads):
     """Set the run's wave_workers, wave_channels, wave_trays and wave_files ([...] per wave, by its index)."""
     unreachable = set(run.unreachable or [])
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
+    # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
+    # left in the play); the channels go to the first wave that runs.
+    runners = [[tray for name in wave for tray in run.domains[name].trays_in_run if tray not in unreachable][:1]
+               for wave in run.waves]
+    first = next((index for index, runner in enumerate(runners) if runner), None)
     run.wave_workers, run.wave_channels, run.wave_trays, run.wave_files = [], [], [], []
     for index, wave in enumerate(run.waves):
         workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
-        in_wave = list(channels) if index == 0 else []
+        in_wave = list(channels) if index == first else []
         run.wave_workers.append(workers)
         run.wave_channels.append(in_wave)
         trays = workers + [tray for tray in in_wave if tray not in workers]
-        if trays:
-            run.wave_trays.append(trays)
-            run.wave_files.append(WAVE_FILE)
-            continue
-        runner = [tray for name in wave for tray in run.domains[name].trays_in_run if tray not in unreachable][:1]
-        run.wave_trays.append(runner)
-        run.wave_files.append(QUIET_WAVE_FILE)
+        run.wave_trays.append(trays or runners[index])
+        run.wave_files.append(WAVE_FILE if trays else QUIET_WAVE_FILE)
     return run

@@ -75,3 +75,17 @@ def test_the_gate_says_once_what_it_skipped():
     assert plan["gate_messages"] == [run_plan.read.FABRIC_SKIPPED]
     _model, _options, plan = planned()
     assert plan["gate_messages"] == []
+
+
+def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_the_channels_go_to_the_first_that_runs():
+    # A play without any_errors_fatal goes on without the trays ssh did not reach: rackA's are all dark.
+    model = model_of(TWO_RACKS)
+    options = options_of(model, {"imex_mode": "slurm", "imex_channel0": False})
+    plan = preflight(model, options)
+    reads = reads_of(plan)
+    for tray in ("a1", "a2"):
+        reads[tray] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
+    plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
+    assert plan["waves"] == [["rackA"], ["rackB"]]
+    assert plan["wave_trays"][0] == [] and plan["wave_channels"] == [[], ["b1", "b2"]]
+    assert plan["wave_trays"][1] == ["b1", "b2"] and plan["wave_files"][1] == "wave.yml"
