@@ -10,8 +10,8 @@ that any tray ssh reached runs: a wave none of whose trays is left in the play r
 domain whose host daemon runs all the time, any write, pending restart or pending reload can restart or reload
 the whole domain: then every tray of it works; else the trays whose daemon the read did not find running, which
 the status read may show not READY and which are then started. A running daemon that the status read does not
-show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): it and
-its running peers are made to reconnect (restart stage). A wave without a worker is included on one
+show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): its
+running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
 tray of its domains, its runner, in a file with the wave's run_once tasks alone: the locks' refresh, the status
 read, the restart plan, the reconnects and the proof.
 """
