@@ -241,7 +241,8 @@ class Runner:
     terminal's Ctrl-C or hang-up reaches the bench alone; on SIGINT, SIGTERM or SIGHUP it stops them
     (by PID or process group, nothing else) and makes the bench unwind through check()."""
 
-    def __init__(self):
+    def __init__(self, label="bench"):
+        self.label = label      # who says it is stopping: the bench or the soak that shares this runner
         self.signum = None
         self.children = {}      # pid -> (Popen, how)
         self.raise_now = False  # set while blocked in a call that holds nothing (the wait for the lock)
@@ -258,9 +259,9 @@ class Runner:
         name = signal.Signals(signum).name
         if self.signum is None:
             self.signum = signum
-            text = "[bench] %s: stopping; a bed that is up comes down before the bench exits\n" % name
+            text = "[%s] %s: stopping; a bed that is up comes down before it exits\n" % (self.label, name)
         else:
-            text = "[bench] %s again: still stopping (the bed's teardown is not cut short)\n" % name
+            text = "[%s] %s again: still stopping (the bed's teardown is not cut short)\n" % (self.label, name)
         try:
             os.write(sys.stdout.fileno(), text.encode())
         except (OSError, ValueError):

@@ -780,7 +780,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     say("seed %d (%d steps, %d x %d trays)" % (args.seed, args.steps, args.racks, args.trays))
-    runner = bench.Runner()
+    runner = bench.Runner(label="soak")
     runner.install()
     shutil.rmtree(args.out, ignore_errors=True)
     os.makedirs(args.out, exist_ok=True)
