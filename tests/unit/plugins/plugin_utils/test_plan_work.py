@@ -103,8 +103,8 @@ def test_each_wave_is_included_on_the_first_tray_of_its_domains_so_the_waves_kee
     # of its domains in the play too, as when every tray of its domains included it.
     _model, _options, plan = planned(reads={"b2": {"channels": {"0": {"changed": True}}}})
     assert plan["wave_channels"] == [["b2"], []]
-    assert plan["wave_trays"] == [["b2", "a1"], ["b1"]]
-    assert plan["wave_files"] == ["wave.yml", "wave_quiet.yml"]
+    assert plan["wave_trays"] == [["b2", "a1"], ["b2", "b1"]]
+    assert plan["wave_files"] == ["wave.yml", "wave.yml"]
     firsts = [_first_in_play(plan, trays) for trays in plan["wave_trays"]]
     assert firsts == sorted(firsts) and firsts[0] == 0
     # A worker that is not the first tray of its domain: the runner comes along, as three waves show.
@@ -112,3 +112,19 @@ def test_each_wave_is_included_on_the_first_tray_of_its_domains_so_the_waves_kee
     assert plan["wave_trays"] == [["a1"], ["b2", "b1"], ["c1"]]
     firsts = [_first_in_play(plan, trays) for trays in plan["wave_trays"]]
     assert firsts == sorted(firsts)
+
+
+def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_wave_for_their_handlers():
+    # A reboot for the channel option clears the run's lock under /run: b1 holds rackB's lock, and its reboot in
+    # the first wave would leave the second wave's lock refresh nothing to refresh. wave.yml flushes the handlers
+    # of its own domains' trays only; b1 and b2 include rackB's wave too, and run their handlers there.
+    _model, _options, plan = planned(domains=THREE_RACKS, reads={tray: {"channels": {"0": {"changed": True}}}
+                                                                 for tray in ("b1", "b2")})
+    assert plan["wave_channels"] == [["b1", "b2"], [], []]
+    assert plan["wave_workers"] == [[], [], []]
+    assert plan["wave_trays"] == [["b1", "b2", "a1"], ["b1", "b2"], ["c1"]]
+    assert plan["wave_files"] == ["wave.yml", "wave.yml", "wave_quiet.yml"]
+    # Every tray whose channels are ensured includes the wave of its own domain.
+    for tray in plan["wave_channels"][0]:
+        own = next(index for index, wave in enumerate(plan["waves"]) if plan["trays"][tray]["domain"] in wave)
+        assert tray in plan["wave_trays"][own]
