@@ -68,12 +68,12 @@ def test_no_systemd_module_task_acts_on_a_unit_the_roles_install():
 
 def test_the_rule_finds_an_enable_of_a_unit_installed_just_before():
     # The shape of the boot unit's tasks before --check learnt to predict them.
-    tasks = [("roles/x/tasks/boot.yml", {"name": "Install the unit", "ansible.builtin.copy": {
-                 "src": "x.service", "dest": "/etc/systemd/system/x.service"}}),
-             ("roles/x/tasks/boot.yml", {"name": "Enable the unit", "ansible.builtin.systemd_service": {
-                 "name": "x.service", "enabled": True}}),
-             ("roles/x/tasks/boot.yml", {"name": "Start the vendor's daemon", "ansible.builtin.systemd_service": {
-                 "name": "nvidia-imex.service", "state": "started"}})]
+    install = {"src": "x.service", "dest": "/etc/systemd/system/x.service"}
+    enable = {"name": "x.service", "enabled": True}
+    start = {"name": "nvidia-imex.service", "state": "started"}
+    tasks = [("roles/x/tasks/boot.yml", {"name": "Install the unit", "ansible.builtin.copy": install}),
+             ("roles/x/tasks/boot.yml", {"name": "Enable the unit", "ansible.builtin.systemd_service": enable}),
+             ("roles/x/tasks/boot.yml", {"name": "Start the vendor's daemon", "ansible.builtin.systemd_service": start})]
     assert systemd_tasks_on(units_the_roles_install(tasks), tasks) == ["roles/x/tasks/boot.yml: Enable the unit"]
 
 
