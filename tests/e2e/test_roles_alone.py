@@ -85,7 +85,7 @@ def test_site_takes_every_boolean_as_a_string(simulated_rack, tmp_path):
     assert run.rc == 0, run.stdout[-3000:]
     # imex_skip_fabric_check=true: the fabric gate is skipped and the run says so; each tray is still
     # read once, for the version checks and the restart guard.
-    said = [res["msg"] for _, task, _, res in run.ok_results() if task == "Say that the fabric gate is skipped"]
+    said = [res["msg"] for _, task, _, res in run.ok_results() if task == "Say what the NVLink fabric gate skipped or noted"]
     assert said == ["imex_skip_fabric_check is true: the NVLink fabric identity of the trays is NOT checked."]
     read = sorted(host for host, _ in run.ok_tasks("rackscale.imex.imex_tray_info"))
     assert read == sorted(simulated_rack.trays_of(1) + simulated_rack.trays_of(2))

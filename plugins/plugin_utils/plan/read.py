@@ -17,6 +17,10 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import c
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead, registered
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.settings import tls_reload_mark
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.slurm_conf import slurm_channel_checks
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.work import plan_waves
+
+# Said once, after the read, when the gate does not compare the trays' NVLink fabric with the inventory.
+FABRIC_SKIPPED = "imex_skip_fabric_check is true: the NVLink fabric identity of the trays is NOT checked."
 
 
 @registered
@@ -36,8 +40,13 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     if gate:
         raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
     run.notes = notes or []
+    # What the gate skipped and noted, said in one message.
+    run.gate_messages = ([FABRIC_SKIPPED] if skip_fabric else []) + run.notes
     # The run goes on without them, as without any tray ssh does not reach.
     run.unreachable = [tray for tray in run.trays if TrayRead.of(reads.get(tray)).get("unreachable", False)]
+    # They leave the play after this stage, through one include (read.yml): the trays out of service (never
+    # contacted, their read skipped) and those ssh did not reach.
+    run.leaving = list(run.out_of_service or []) + run.unreachable
     slurm_problems, run.warnings = slurm_channel_checks(run, tray_options, reads)
     if slurm_problems:
         raise PlanError(["slurm.conf, the driver's channel count and the role's options do not fit together; nothing "
@@ -170,4 +179,4 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     # per-job installations (after their writes).
     run.judge_now = sorted(run.prove_now + [name for name in run.per_job_domains
                                             if not converge or not run.check_mode])
-    return run
+    return plan_waves(run, reads)

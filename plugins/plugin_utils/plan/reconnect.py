@@ -18,13 +18,16 @@ def plan_reconnects(run, wave):
     unreachable = set(run.unreachable or [])
     for name in wave:
         domain = run.domains[name]
-        # Planned starts, under --check too (predicted there, as the starts are).
-        started = [] if domain.restart else [tray for tray in domain.start or [] if tray not in unreachable]
+        # The trays the status did not show READY, and of them those the wave starts (planned starts, under
+        # --check too, predicted there as the starts are); a running daemon that is not READY and that the
+        # wave does not start (plan/work.py) keeps running and reconnects as its peers do.
+        waiting = [] if domain.restart else [tray for tray in domain.start or [] if tray not in unreachable]
+        started = [tray for tray in waiting if run.trays[tray].start]
         for tray in domain.trays_in_run:
             entry = run.trays[tray]
             if entry.reconnect:
                 continue
-            others = [peer for peer in started if peer != tray]
+            others = [peer for peer in waiting if peer != tray]
             keeps_running = not (entry.stopped or entry.restart or tray in started or tray in unreachable)
             entry.reconnect = ("%s start%s in domain %s: reconnect to %s now, not after the reconnect backoff "
                                "(up to 125 s)" % (", ".join(others), "s" if len(others) == 1 else "", name,

@@ -217,11 +217,20 @@ class Run:
     require_declared_size: bool = UNSET  # imex_require_declared_size, as the plan decided it (the model's)
     # read
     notes: list = UNSET
+    gate_messages: list = UNSET          # what the fabric gate skipped and noted, said once after the read
     warnings: list = UNSET
     probe_now: list = UNSET
     probe_skipped: list = UNSET
     judge_now: list = UNSET
     unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
+    leaving: list = UNSET                # the trays out of service and those unreachable: they leave the play
+    # [[tray]] per wave (plan/work.py): the trays that may do something in it, those whose channels it
+    # ensures (the first wave), those that include it (its workers and channels, else one runner), and the
+    # task file they include (its workers' tasks, or its run_once tasks alone).
+    wave_workers: list = UNSET
+    wave_channels: list = UNSET
+    wave_trays: list = UNSET
+    wave_files: list = UNSET
     # restart
     restart_locks: list = UNSET          # the locks of the wave's restarting domains, checked before the stop
     reconnects: list = UNSET             # [{tray, service, reason}] of the wave's trays whose reconnect is set

@@ -121,13 +121,16 @@ def restart(run, wave, writes, statuses):
                      if name not in wave or not run.domains[name].proven_before_restart]
     run.restarting = [name for name in wave if run.domains[name].restart]
     run.restart_locks = [lock for lock in run.locks if lock["domain"] in run.restarting]
+    # The trays that include the wave's work (plan/work.py): a running daemon outside them that the status
+    # does not show READY is not started (a start of a running unit changes nothing); its peers reconnect.
+    workers = _workers(run, wave)
     for name in wave:
         domain = run.domains[name]
         reasons = domain.restart_reasons or {}
         for tray in domain.trays_in_run:
             entry = run.trays[tray]
             entry.restart = bool(domain.restart)
-            entry.start = tray in (domain.start or [])
+            entry.start = tray in (domain.start or []) and (workers is None or tray in workers)
             entry.reload = tray in (domain.reload or {})
             entry.reconnect = (reconnects.get(name) or {}).get(tray, "")
             entry.restart_tasks = entry.restart or entry.start
@@ -154,3 +157,12 @@ def restart(run, wave, writes, statuses):
     # After the starts: the running peers of the trays started reconnect to them now.
     plan_reconnects(run, wave)
     return run
+
+
+def _workers(run, wave):
+    """The trays that include the work of ``wave`` (the read stage's wave_workers), or None for a plan
+    without them (every tray of the wave's domains)."""
+    wave = list(wave)
+    if not run.wave_workers or wave not in (run.waves or []):
+        return None
+    return set(run.wave_workers[run.waves.index(wave)])

@@ -1078,11 +1078,28 @@ def test_a_pending_restart_on_a_domain_partly_in_the_run_is_refused_naming_the_t
 
 def test_an_unchanged_domain_partly_in_the_run_passes_and_starts_what_is_not_ready():
     model = model_of({"rack1": ["t1", "t2", "t3"]})
-    _model, _options, plan = planned(model=model, play_hosts=["t1", "t2"])
+    # t2's daemon was found stopped by the read: the wave's work includes it.
+    _model, _options, plan = planned(model=model, play_hosts=["t1", "t2"], reads={"t2": {"active": False}})
+    assert plan["wave_workers"] == [["t2"]]
     statuses = {"rack1": status_of(plan, "rack1", not_ready=["t2", "t3"])}
     after = run_plan.restart.restart(plan, ["rack1"], {"t1": SKIPPED, "t2": SKIPPED}, statuses)
     assert after["domains"]["rack1"]["restart"] is False and after["domains"]["rack1"]["start"] == ["t2"]
     assert (after["trays"]["t1"]["start"], after["trays"]["t2"]["start"]) == (False, True)
+
+
+def test_a_running_daemon_not_ready_in_a_domain_with_nothing_to_do_is_not_started_and_its_peers_reconnect():
+    # The read found every daemon running and nothing to write: no tray includes the wave's work, so none
+    # is started (a start of a running unit changes nothing); the running peers reconnect to t2 (SIGUSR1).
+    _model, _options, plan = planned(domains={"rack1": ["t1", "t2", "t3"]})
+    assert plan["wave_workers"] == [[]] and plan["wave_trays"] == [["t1"]]
+    assert plan["wave_files"] == ["wave_quiet.yml"]
+    statuses = {"rack1": status_of(plan, "rack1", not_ready=["t2"])}
+    after = run_plan.restart.restart(plan, ["rack1"], {}, statuses)
+    assert after["domains"]["rack1"]["start"] == ["t2"]
+    assert {tray: entry["start"] or entry["reload_or_restart"] for tray, entry in after["trays"].items()} == {
+        "t1": False, "t2": False, "t3": False}
+    assert [entry["tray"] for entry in after["reconnects"]] == ["t1", "t3"]
+    assert after["domains"]["rack1"]["proven_before_restart"] is False
 
 
 def test_a_busy_domain_with_a_change_is_refused_naming_the_work_and_what_was_held_back():

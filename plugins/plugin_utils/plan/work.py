@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
+"""Part of stage read: which trays take part in each wave, so that a tray with nothing to do pays one skipped
+include for the whole run, not one per gate.
+
+A wave is included on its workers: the trays that may do something in it, as the read shows them before the
+wave's status read. The channels of every tray are ensured in the first wave (before any wave writes; the first
+that any tray ssh reached runs: a wave none of whose trays is left in the play runs nowhere, as before). In a
+domain whose host daemon runs all the time, any write, pending restart or pending reload can restart or reload
+the whole domain: then every tray of it works; else the trays whose daemon the read did not find running, which
+the status read may show not READY and which are then started. A running daemon that the status read does not
+show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): its
+running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
+tray of its domains, its runner, in a file with the wave's run_once tasks alone: the locks' refresh, the status
+read, the restart plan, the reconnects and the proof.
+"""
+from __future__ import annotations
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
+
+# The task files a wave includes: with its workers' tasks, or its run_once tasks alone.
+WAVE_FILE = "wave.yml"
+QUIET_WAVE_FILE = "wave_quiet.yml"
+
+
+def wave_workers(run, name, reads):
+    """The trays of domain ``name`` that may do something in its wave (channels aside), in node order."""
+    domain = run.domains[name]
+    reached = [tray for tray in domain.trays_in_run if tray not in (run.unreachable or [])]
+    writers = [tray for tray in reached if run.trays[tray].write]
+    if not modes.of(domain.mode).runs_host_daemon:
+        return writers
+    if writers or domain.pending or domain.pending_reload:
+        return reached
+    return [tray for tray in reached if TrayRead.of(reads.get(tray)).service(domain.service) != "active"]
+
+
+def plan_waves(run, reads):
+    """Set the run's wave_workers, wave_channels, wave_trays and wave_files ([...] per wave, by its index)."""
+    unreachable = set(run.unreachable or [])
+    channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
+    # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
+    # left in the play); the channels go to the first wave that runs.
+    runners = [[tray for name in wave for tray in run.domains[name].trays_in_run if tray not in unreachable][:1]
+               for wave in run.waves]
+    first = next((index for index, runner in enumerate(runners) if runner), None)
+    run.wave_workers, run.wave_channels, run.wave_trays, run.wave_files = [], [], [], []
+    for index, wave in enumerate(run.waves):
+        workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
+        in_wave = list(channels) if index == first else []
+        run.wave_workers.append(workers)
+        run.wave_channels.append(in_wave)
+        trays = workers + [tray for tray in in_wave if tray not in workers]
+        run.wave_trays.append(trays or runners[index])
+        run.wave_files.append(WAVE_FILE if trays else QUIET_WAVE_FILE)
+    return run

@@ -1,0 +1,91 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which trays take part in each wave (plan/work.py): a tray with nothing to do includes no wave, a wave with no
+worker is included on one runner for its run_once tasks, the channels of every tray are ensured in the first
+wave, and a write or a pending restart in a domain whose daemon runs makes every tray of it work."""
+from __future__ import annotations
+
+from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
+    BEFORE,
+    TWO_RACKS,
+    model_of,
+    options_of,
+    planned,
+    preflight,
+    reads_of,
+)
+
+THREE_RACKS = dict(TWO_RACKS, rackC=["c1", "c2"])
+
+
+def test_a_converged_run_has_no_worker_and_each_wave_one_runner_of_its_own_domains():
+    _model, _options, plan = planned(domains=THREE_RACKS)
+    assert plan["waves"] == [["rackA"], ["rackB"], ["rackC"]]
+    assert plan["wave_workers"] == [[], [], []] and plan["wave_channels"] == [[], [], []]
+    assert plan["wave_trays"] == [["a1"], ["b1"], ["c1"]]
+    assert plan["wave_files"] == ["wave_quiet.yml"] * 3
+
+
+def test_a_write_on_one_tray_makes_every_reached_tray_of_its_domain_work_in_its_wave_only():
+    _model, _options, plan = planned(domains=THREE_RACKS, reads={"b2": {"config": "LOG_LEVEL=4\n"}})
+    assert plan["trays"]["b2"]["write"] is True
+    assert plan["wave_workers"] == [[], ["b1", "b2"], []]
+    assert plan["wave_trays"] == [["a1"], ["b1", "b2"], ["c1"]]
+    assert plan["wave_files"] == ["wave_quiet.yml", "wave.yml", "wave_quiet.yml"]
+
+
+def test_a_pending_restart_makes_the_whole_domain_work():
+    _model, _options, plan = planned(reads={"a1": {"started": BEFORE - 60}})
+    assert plan["domains"]["rackA"]["pending"]
+    assert plan["wave_workers"] == [["a1", "a2"], []]
+
+
+def test_a_daemon_the_read_found_stopped_works_alone():
+    _model, _options, plan = planned(reads={"b2": {"active": False}})
+    assert plan["wave_workers"] == [[], ["b2"]] and plan["wave_trays"] == [["a1"], ["b2"]]
+
+
+def test_the_channels_of_every_tray_are_ensured_in_the_first_wave():
+    # Not the collection's channels (slurm): the imex_channels role runs on every tray, before any wave writes.
+    _model, _options, plan = planned(domains=THREE_RACKS, every={"imex_mode": "slurm", "imex_channel0": False})
+    assert plan["wave_channels"] == [["a1", "a2", "b1", "b2", "c1", "c2"], [], []]
+    assert plan["wave_trays"][0] == ["a1", "a2", "b1", "b2", "c1", "c2"]
+    assert plan["wave_files"][0] == "wave.yml"
+
+
+def test_one_wave_of_every_domain():
+    _model, _options, plan = planned(every={"imex_rolling": False}, reads={"b1": {"config": "LOG_LEVEL=4\n"}})
+    assert plan["waves"] == [["rackA", "rackB"]]
+    assert plan["wave_workers"] == [["b1", "b2"]] and plan["wave_trays"] == [["b1", "b2"]]
+
+
+def test_a_tray_ssh_did_not_reach_neither_works_nor_runs_a_wave():
+    model = model_of(TWO_RACKS)
+    options = options_of(model)
+    plan = preflight(model, options)
+    reads = reads_of(plan)
+    reads["a1"] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
+    plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
+    assert plan["unreachable"] == ["a1"] and plan["leaving"] == ["a1"]
+    assert plan["wave_workers"] == [[], []] and plan["wave_trays"] == [["a2"], ["b1"]]
+
+
+def test_the_gate_says_once_what_it_skipped():
+    _model, _options, plan = planned(skip_fabric=True)
+    assert plan["gate_messages"] == [run_plan.read.FABRIC_SKIPPED]
+    _model, _options, plan = planned()
+    assert plan["gate_messages"] == []
+
+
+def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_the_channels_go_to_the_first_that_runs():
+    # A play without any_errors_fatal goes on without the trays ssh did not reach: rackA's are all dark.
+    model = model_of(TWO_RACKS)
+    options = options_of(model, {"imex_mode": "slurm", "imex_channel0": False})
+    plan = preflight(model, options)
+    reads = reads_of(plan)
+    for tray in ("a1", "a2"):
+        reads[tray] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
+    plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
+    assert plan["waves"] == [["rackA"], ["rackB"]]
+    assert plan["wave_trays"][0] == [] and plan["wave_channels"] == [[], ["b1", "b2"]]
+    assert plan["wave_trays"][1] == ["b1", "b2"] and plan["wave_files"][1] == "wave.yml"
