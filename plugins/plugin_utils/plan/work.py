@@ -13,7 +13,9 @@ the status read may show not READY and which are then started. A running daemon 
 show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): its
 running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
 tray of its domains, its runner, in a file with the wave's run_once tasks alone: the locks' refresh, the status
-read, the restart plan, the reconnects and the proof.
+read, the restart plan, the reconnects and the proof. A tray whose channels the first wave ensured in a later
+wave's domain includes that wave too: its handlers run there. With several waves, a wave with workers is included on its
+runner too: that keeps the waves in their order (plan_waves).
 """
 from __future__ import annotations
 
@@ -43,16 +45,28 @@ def plan_waves(run, reads):
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
     # left in the play); the channels go to the first wave that runs.
-    runners = [[tray for name in wave for tray in run.domains[name].trays_in_run if tray not in unreachable][:1]
+    # The runner of a wave: the first tray of its domains in the play's order (run.trays is in that order).
+    runners = [[tray for tray, entry in run.trays.items() if entry.domain in wave and tray not in unreachable][:1]
                for wave in run.waves]
     first = next((index for index, runner in enumerate(runners) if runner), None)
     run.wave_workers, run.wave_channels, run.wave_trays, run.wave_files = [], [], [], []
     for index, wave in enumerate(run.waves):
         workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
         in_wave = list(channels) if index == first else []
+        # A tray whose channels the first wave ensured flushes their handlers (a reboot for the channel option,
+        # which clears the run's lock under /run) in its own domain's wave, under that wave's lock refresh and
+        # in its turn, as when the channels ran before the waves: it includes that wave too (wave.yml flushes
+        # the handlers of the wave's own domains only).
+        own = [tray for tray in channels if run.trays[tray].domain in wave] if index != first else []
         run.wave_workers.append(workers)
         run.wave_channels.append(in_wave)
-        trays = workers + [tray for tray in in_wave if tray not in workers]
-        run.wave_trays.append(trays or runners[index])
+        trays = workers + [tray for tray in in_wave + own if tray not in workers]
+        # Ansible runs the waves' includes in the order in which the trays' results of the loop came back
+        # (the first result that names a wave places it), not in the loop's order: a later wave whose tray
+        # answered before every tray of an earlier one would run first. With several waves, each is also
+        # included on its runner, the first tray of its domains in the play, as it was when every tray of a
+        # wave's domains included it: the waves keep the order of their domains' first trays in the play.
+        extra = [tray for tray in runners[index] if tray not in trays] if len(run.waves) > 1 or not trays else []
+        run.wave_trays.append(trays + extra)
         run.wave_files.append(WAVE_FILE if trays else QUIET_WAVE_FILE)
     return run

@@ -42,7 +42,7 @@ def test_a_pending_restart_makes_the_whole_domain_work():
 
 def test_a_daemon_the_read_found_stopped_works_alone():
     _model, _options, plan = planned(reads={"b2": {"active": False}})
-    assert plan["wave_workers"] == [[], ["b2"]] and plan["wave_trays"] == [["a1"], ["b2"]]
+    assert plan["wave_workers"] == [[], ["b2"]] and plan["wave_trays"] == [["a1"], ["b2", "b1"]]
 
 
 def test_the_channels_of_every_tray_are_ensured_in_the_first_wave():
@@ -89,3 +89,42 @@ def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_the_channels_go
     assert plan["waves"] == [["rackA"], ["rackB"]]
     assert plan["wave_trays"][0] == [] and plan["wave_channels"] == [[], ["b1", "b2"]]
     assert plan["wave_trays"][1] == ["b1", "b2"] and plan["wave_files"][1] == "wave.yml"
+
+
+def _first_in_play(plan, trays):
+    order = list(plan["trays"])
+    return min(order.index(tray) for tray in trays)
+
+
+def test_each_wave_is_included_on_the_first_tray_of_its_domains_so_the_waves_keep_their_order():
+    # Ansible places a loop's included files in the order the trays' results came back (the first that names
+    # a wave places it): rackA converged, a channel missing on b2 alone, so the first wave's work is b2's
+    # channels and the second's its runner b1, which answers first. Each wave is included on the first tray
+    # of its domains in the play too, as when every tray of its domains included it.
+    _model, _options, plan = planned(reads={"b2": {"channels": {"0": {"changed": True}}}})
+    assert plan["wave_channels"] == [["b2"], []]
+    assert plan["wave_trays"] == [["b2", "a1"], ["b2", "b1"]]
+    assert plan["wave_files"] == ["wave.yml", "wave.yml"]
+    firsts = [_first_in_play(plan, trays) for trays in plan["wave_trays"]]
+    assert firsts == sorted(firsts) and firsts[0] == 0
+    # A worker that is not the first tray of its domain: the runner comes along, as three waves show.
+    _model, _options, plan = planned(domains=THREE_RACKS, reads={"b2": {"active": False}})
+    assert plan["wave_trays"] == [["a1"], ["b2", "b1"], ["c1"]]
+    firsts = [_first_in_play(plan, trays) for trays in plan["wave_trays"]]
+    assert firsts == sorted(firsts)
+
+
+def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_wave_for_their_handlers():
+    # A reboot for the channel option clears the run's lock under /run: b1 holds rackB's lock, and its reboot in
+    # the first wave would leave the second wave's lock refresh nothing to refresh. wave.yml flushes the handlers
+    # of its own domains' trays only; b1 and b2 include rackB's wave too, and run their handlers there.
+    _model, _options, plan = planned(domains=THREE_RACKS, reads={tray: {"channels": {"0": {"changed": True}}}
+                                                                 for tray in ("b1", "b2")})
+    assert plan["wave_channels"] == [["b1", "b2"], [], []]
+    assert plan["wave_workers"] == [[], [], []]
+    assert plan["wave_trays"] == [["b1", "b2", "a1"], ["b1", "b2"], ["c1"]]
+    assert plan["wave_files"] == ["wave.yml", "wave.yml", "wave_quiet.yml"]
+    # Every tray whose channels are ensured includes the wave of its own domain.
+    for tray in plan["wave_channels"][0]:
+        own = next(index for index, wave in enumerate(plan["waves"]) if plan["trays"][tray]["domain"] in wave)
+        assert tray in plan["wave_trays"][own]
