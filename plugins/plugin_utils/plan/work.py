@@ -22,6 +22,7 @@ from __future__ import annotations
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
 
+
 def wave_workers(run, name, reads):
     """The trays of domain ``name`` that may do something in its wave (channels aside), in node order."""
     domain = run.domains[name]

@@ -135,7 +135,7 @@ def _include_names(task):
 def include_problems(folder):
     """Why each include of the role in ``folder`` with a templated file name may not load on a tray."""
     hostbound, inputs, loop_vars = role_names(folder)
-    own = [path for path in glob.glob(os.path.join(folder, "tasks", "*.yml"))]
+    own = glob.glob(os.path.join(folder, "tasks", "*.yml"))
     problems = []
     for path in _task_files(folder):
         where = os.path.relpath(path, os.path.dirname(os.path.dirname(folder)))
