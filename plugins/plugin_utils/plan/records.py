@@ -225,12 +225,10 @@ class Run:
     unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
     leaving: list = UNSET                # the trays out of service and those unreachable: they leave the play
     # [[tray]] per wave (plan/work.py): the trays that may do something in it, those whose channels it
-    # ensures (the first wave), those that include it (its workers and channels, else one runner), and the
-    # task file they include (its workers' tasks, or its run_once tasks alone).
+    # ensures (the first wave), and those that include wave.yml (its workers and channels, else one runner).
     wave_workers: list = UNSET
     wave_channels: list = UNSET
     wave_trays: list = UNSET
-    wave_files: list = UNSET
     # restart
     restart_locks: list = UNSET          # the locks of the wave's restarting domains, checked before the stop
     reconnects: list = UNSET             # [{tray, service, reason}] of the wave's trays whose reconnect is set

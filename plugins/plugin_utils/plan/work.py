@@ -12,8 +12,8 @@ the whole domain: then every tray of it works; else the trays whose daemon the r
 the status read may show not READY and which are then started. A running daemon that the status read does not
 show READY in a domain with nothing else to do is not started (a start of a running unit changes nothing): its
 running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
-tray of its domains, its runner, in a file with the wave's run_once tasks alone: the locks' refresh, the status
-read, the restart plan, the reconnects and the proof. A tray whose channels the first wave ensured in a later
+tray of its domains, its runner, for the wave's run_once tasks (the locks' refresh, the status read, the restart
+plan, the reconnects and the proof): its gates are skipped there. A tray whose channels the first wave ensured in a later
 wave's domain includes that wave too: its handlers run there. With several waves, a wave with workers is included on its
 runner too: that keeps the waves in their order (plan_waves).
 """
@@ -21,10 +21,6 @@ from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
-
-# The task files a wave includes: with its workers' tasks, or its run_once tasks alone.
-WAVE_FILE = "wave.yml"
-QUIET_WAVE_FILE = "wave_quiet.yml"
 
 
 def wave_workers(run, name, reads):
@@ -40,7 +36,7 @@ def wave_workers(run, name, reads):
 
 
 def plan_waves(run, reads):
-    """Set the run's wave_workers, wave_channels, wave_trays and wave_files ([...] per wave, by its index)."""
+    """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index)."""
     unreachable = set(run.unreachable or [])
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
@@ -49,7 +45,7 @@ def plan_waves(run, reads):
     runners = [[tray for tray, entry in run.trays.items() if entry.domain in wave and tray not in unreachable][:1]
                for wave in run.waves]
     first = next((index for index, runner in enumerate(runners) if runner), None)
-    run.wave_workers, run.wave_channels, run.wave_trays, run.wave_files = [], [], [], []
+    run.wave_workers, run.wave_channels, run.wave_trays = [], [], []
     for index, wave in enumerate(run.waves):
         workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
         in_wave = list(channels) if index == first else []
@@ -68,5 +64,4 @@ def plan_waves(run, reads):
         # wave's domains included it: the waves keep the order of their domains' first trays in the play.
         extra = [tray for tray in runners[index] if tray not in trays] if len(run.waves) > 1 or not trays else []
         run.wave_trays.append(trays + extra)
-        run.wave_files.append(WAVE_FILE if trays else QUIET_WAVE_FILE)
     return run

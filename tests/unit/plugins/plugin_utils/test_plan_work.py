@@ -1,7 +1,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which trays take part in each wave (plan/work.py): a tray with nothing to do includes no wave, a wave with no
-worker is included on one runner for its run_once tasks, the channels of every tray are ensured in the first
-wave, and a write or a pending restart in a domain whose daemon runs makes every tray of it work."""
+worker is included on one runner for its run_once tasks (its gates skipped there), the channels of every tray are
+ensured in the first wave, and a write or a pending restart in a domain whose daemon runs makes every tray of it
+work."""
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
@@ -23,7 +24,6 @@ def test_a_converged_run_has_no_worker_and_each_wave_one_runner_of_its_own_domai
     assert plan["waves"] == [["rackA"], ["rackB"], ["rackC"]]
     assert plan["wave_workers"] == [[], [], []] and plan["wave_channels"] == [[], [], []]
     assert plan["wave_trays"] == [["a1"], ["b1"], ["c1"]]
-    assert plan["wave_files"] == ["wave_quiet.yml"] * 3
 
 
 def test_a_write_on_one_tray_makes_every_reached_tray_of_its_domain_work_in_its_wave_only():
@@ -31,7 +31,6 @@ def test_a_write_on_one_tray_makes_every_reached_tray_of_its_domain_work_in_its_
     assert plan["trays"]["b2"]["write"] is True
     assert plan["wave_workers"] == [[], ["b1", "b2"], []]
     assert plan["wave_trays"] == [["a1"], ["b1", "b2"], ["c1"]]
-    assert plan["wave_files"] == ["wave_quiet.yml", "wave.yml", "wave_quiet.yml"]
 
 
 def test_a_pending_restart_makes_the_whole_domain_work():
@@ -50,7 +49,6 @@ def test_the_channels_of_every_tray_are_ensured_in_the_first_wave():
     _model, _options, plan = planned(domains=THREE_RACKS, every={"imex_mode": "slurm", "imex_channel0": False})
     assert plan["wave_channels"] == [["a1", "a2", "b1", "b2", "c1", "c2"], [], []]
     assert plan["wave_trays"][0] == ["a1", "a2", "b1", "b2", "c1", "c2"]
-    assert plan["wave_files"][0] == "wave.yml"
 
 
 def test_one_wave_of_every_domain():
@@ -88,7 +86,7 @@ def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_the_channels_go
     plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
     assert plan["waves"] == [["rackA"], ["rackB"]]
     assert plan["wave_trays"][0] == [] and plan["wave_channels"] == [[], ["b1", "b2"]]
-    assert plan["wave_trays"][1] == ["b1", "b2"] and plan["wave_files"][1] == "wave.yml"
+    assert plan["wave_trays"][1] == ["b1", "b2"]
 
 
 def _first_in_play(plan, trays):
@@ -104,7 +102,6 @@ def test_each_wave_is_included_on_the_first_tray_of_its_domains_so_the_waves_kee
     _model, _options, plan = planned(reads={"b2": {"channels": {"0": {"changed": True}}}})
     assert plan["wave_channels"] == [["b2"], []]
     assert plan["wave_trays"] == [["b2", "a1"], ["b2", "b1"]]
-    assert plan["wave_files"] == ["wave.yml", "wave.yml"]
     firsts = [_first_in_play(plan, trays) for trays in plan["wave_trays"]]
     assert firsts == sorted(firsts) and firsts[0] == 0
     # A worker that is not the first tray of its domain: the runner comes along, as three waves show.
@@ -123,7 +120,6 @@ def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_w
     assert plan["wave_channels"] == [["b1", "b2"], [], []]
     assert plan["wave_workers"] == [[], [], []]
     assert plan["wave_trays"] == [["b1", "b2", "a1"], ["b1", "b2"], ["c1"]]
-    assert plan["wave_files"] == ["wave.yml", "wave.yml", "wave_quiet.yml"]
     # Every tray whose channels are ensured includes the wave of its own domain.
     for tray in plan["wave_channels"][0]:
         own = next(index for index, wave in enumerate(plan["waves"]) if plan["trays"][tray]["domain"] in wave)
