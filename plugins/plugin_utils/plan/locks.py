@@ -60,6 +60,11 @@ def lock_problems_away(domains, domain_trays, away):
 LONG_COMMAND_TIMEOUT_S = 900
 
 
+def wave_locks(locks, waves):
+    """The locks refreshed as each wave starts ([] for the first: every lock was taken just before it)."""
+    return [[] if index == 0 else [lock for lock in locks if lock["domain"] in wave] for index, wave in enumerate(waves)]
+
+
 def command_timeout(stale_after_s):
     """Seconds a long tray command may run: LONG_COMMAND_TIMEOUT_S, or half the staleness of the
     run's locks when that is shorter, so that one hung command cannot outlive the locks it runs under."""

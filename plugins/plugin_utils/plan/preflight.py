@@ -22,7 +22,12 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table impor
 from ansible_collections.rackscale.imex.plugins.plugin_utils._tls import tls_problems_and_expiry
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes, node_names
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.errors import PlanError
-from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import lock_holders, lock_problems, lock_problems_away
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import (
+    lock_holders,
+    lock_problems,
+    lock_problems_away,
+    wave_locks,
+)
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import Domain, Run, Tray, builds_register
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.settings import (
     daemon_settings,
@@ -123,7 +128,11 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
 
     batch = max(first["imex_rolling_batch"], 1)
     if first["imex_rolling"] and converge and not report_only:
-        waves = [domains_in_run[start:start + batch] for start in range(0, len(domains_in_run), batch)]
+        # Rolling takes the domains in the order of their first trays in the play (the inventory's): the order
+        # in which Ansible runs the waves' includes (plan/work.py).
+        position = {tray: index for index, tray in enumerate(trays)}
+        rolling = sorted(domains_in_run, key=lambda name: min(position[tray] for tray in per_domain[name]))
+        waves = [rolling[start:start + batch] for start in range(0, len(rolling), batch)]
     else:
         # A report or a proof (validate.yml, converge false) changes nothing: every domain in one wave, so it
         # does not stop at the first unhealthy one.
@@ -155,14 +164,12 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             service=tray_options[in_run[0]]["imex_service"],
             allow_busy=tray_options[in_run[0]]["imex_allow_busy_restart"],
         )
-    # One domain at a time, in a fixed order (and each domain's lock trays in node order), so that two runs
-    # never wait for each other's locks.
+    # One domain at a time, in the order of their names whatever the waves' order or either run's inventory
+    # (and each domain's lock trays in node order), so that two runs never wait for each other's locks.
     run.locks = [{"domain": name, "holder": holder}
-                 for wave in waves for name in wave for holder in run.domains[name].lock_holders]
-    # Refreshed as each later wave starts, so that a long run is not taken for a crashed one; the first
-    # wave's locks were taken just before it.
-    run.wave_locks = [[] if index == 0 else [lock for lock in run.locks if lock["domain"] in wave]
-                      for index, wave in enumerate(waves)]
+                 for name in domains_in_run for holder in run.domains[name].lock_holders]
+    # Refreshed as each later wave starts, so that a long run is not taken for a crashed one.
+    run.wave_locks = wave_locks(run.locks, waves)
     run.fabric_check_skipped = bool(first["imex_skip_fabric_check"])
     run.require_declared_size = bool(first["imex_require_declared_size"])
     # The domains whose host daemon runs all the time; per-job domains run it only under a job.

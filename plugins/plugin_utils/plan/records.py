@@ -229,6 +229,7 @@ class Run:
     wave_workers: list = UNSET
     wave_channels: list = UNSET
     wave_trays: list = UNSET
+    wave_include_throttle: int = UNSET   # 1 with several waves: the trays' includes come back in the play's order
     # restart
     restart_locks: list = UNSET          # the locks of the wave's restarting domains, checked before the stop
     reconnects: list = UNSET             # [{tray, service, reason}] of the wave's trays whose reconnect is set

@@ -16,10 +16,17 @@ tray of its domains, its runner, for the wave's run_once tasks (the locks' refre
 plan, the reconnects and the proof): its gates are skipped there. A tray whose channels the first wave ensured in a later
 wave's domain includes that wave too: its handlers run there. With several waves, a wave with workers is included on its
 runner too: that keeps the waves in their order (plan_waves).
+
+The order in which the waves run is Ansible's, not the loop's: it runs a looped include's files in the order in
+which the trays' results of the loop came back, a wave placed by the first result that names it. With several
+waves the include is throttled to one tray at a time, so the results come back in the play's order; the waves
+are ordered by the first tray in the play that ssh reached of their domains, which is the tray that names each
+wave first (its runner): so the loop's order is the order they run in.
 """
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.locks import wave_locks
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
 
 
@@ -36,8 +43,10 @@ def wave_workers(run, name, reads):
 
 
 def plan_waves(run, reads):
-    """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index)."""
+    """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index), and the waves in
+    the order they run."""
     unreachable = set(run.unreachable or [])
+    order_waves(run, unreachable)
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
     # left in the play); the channels go to the first wave that runs.
@@ -64,4 +73,20 @@ def plan_waves(run, reads):
         # wave's domains included it: the waves keep the order of their domains' first trays in the play.
         extra = [tray for tray in runners[index] if tray not in trays] if len(run.waves) > 1 or not trays else []
         run.wave_trays.append(trays + extra)
+    run.wave_include_throttle = 1 if len(run.waves) > 1 else 0
     return run
+
+
+def order_waves(run, unreachable):
+    """Order the waves by the first tray of their domains in the play that ssh reached (a wave none of whose
+    trays was reached last): preflight ordered them by the first tray in the play, which a dark tray can move."""
+    position = {tray: index for index, tray in enumerate(tray for tray in run.trays if tray not in unreachable)}
+
+    def first_reached(wave):
+        return min((position[tray] for name in wave for tray in run.domains[name].trays_in_run if tray in position),
+                   default=len(position))
+
+    ordered = sorted(run.waves, key=first_reached)
+    if ordered != run.waves:
+        run.waves = ordered
+        run.wave_locks = wave_locks(run.locks, ordered)
