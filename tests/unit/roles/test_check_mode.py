@@ -11,12 +11,10 @@
   `start_predicted`)."""
 from __future__ import annotations
 
-import glob
 import os
 
-import yaml
+from ansible_collections.rackscale.imex.tests.unit.roles.role_files import ROOT, load, task_files
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 UNIT_DIRS = ("/etc/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/")
 INSTALLERS = ("ansible.builtin.copy", "ansible.builtin.template")
 SYSTEMD = ("ansible.builtin.systemd_service", "ansible.builtin.systemd")
@@ -32,11 +30,9 @@ def tasks_of(items):
 
 
 def role_tasks(root=ROOT):
-    for path in sorted(glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml"))
-                       + glob.glob(os.path.join(root, "roles", "*", "handlers", "*.yml"))):
-        with open(path, encoding="utf-8") as handle:
-            for task in tasks_of(yaml.safe_load(handle)):
-                yield os.path.relpath(path, root), task
+    for path in task_files(os.path.join(root, "roles", "*")):
+        for task in tasks_of(load(path)):
+            yield os.path.relpath(path, root), task
 
 
 def units_the_roles_install(tasks):
@@ -96,8 +92,7 @@ def handlers_unpredicted_after_the_start(handlers):
 
 
 def test_every_handler_of_the_start_predicts_its_change_under_check():
-    with open(os.path.join(ROOT, "roles", "imex", "handlers", "main.yml"), encoding="utf-8") as handle:
-        handlers = list(tasks_of(yaml.safe_load(handle)))
+    handlers = list(tasks_of(load(os.path.join("roles", "imex", "handlers", "main.yml"))))
     assert any(h.get("listen") == START for h in handlers)
     assert handlers_unpredicted_after_the_start(handlers) == []
 

@@ -33,9 +33,9 @@ import re
 import jinja2
 import jinja2.meta
 import pytest
-import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+from ansible_collections.rackscale.imex.tests.unit.roles.role_files import ROOT, load, task_files, walk
+
 ROLES = sorted(os.path.basename(path) for path in glob.glob(os.path.join(ROOT, "roles", "*")) if os.path.isdir(path))
 
 _INCLUDES = {"ansible.builtin.include_tasks", "include_tasks", "ansible.builtin.import_tasks", "import_tasks"}
@@ -45,22 +45,6 @@ _SET_FACT = {"ansible.builtin.set_fact", "set_fact"}
 # The variables Ansible defines without a host, whatever the role.
 _MAGIC = {"role_path", "playbook_dir", "ansible_check_mode", "omit"}
 _JINJA = jinja2.Environment()
-
-
-def _load(path):
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-def _walk(node):
-    """Every mapping in a task file (tasks, blocks and their rescue/always, handlers)."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
 
 
 def _reads(template):
@@ -80,15 +64,11 @@ def _strings(node):
             yield from _strings(value)
 
 
-def _task_files(folder):
-    return sorted(glob.glob(os.path.join(folder, "tasks", "*.yml")) + glob.glob(os.path.join(folder, "handlers", "*.yml")))
-
-
 def role_names(folder):
     """(names undefined without a host, role inputs, loop variables) of the role in ``folder``."""
     registered, loop_vars = set(), {"item"}
-    for path in _task_files(folder):
-        for task in _walk(_load(path)):
+    for path in task_files(folder):
+        for task in walk(load(path)):
             if isinstance(task.get("register"), str):
                 registered.add(task["register"])
             for action in _SET_FACT & set(task):
@@ -98,14 +78,14 @@ def role_names(folder):
             loop_vars.update(control[key] for key in ("loop_var", "index_var") if key in control)
     inputs = set()
     if os.path.exists(os.path.join(folder, "defaults", "main.yml")):
-        inputs.update(_load(os.path.join(folder, "defaults", "main.yml")) or {})
+        inputs.update(load(os.path.join(folder, "defaults", "main.yml")) or {})
     if os.path.exists(os.path.join(folder, "meta", "argument_specs.yml")):
-        specs = (_load(os.path.join(folder, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+        specs = (load(os.path.join(folder, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
         inputs.update(option for entry in specs.values() for option in (entry.get("options") or {}))
     wiring = {}
     if os.path.exists(os.path.join(folder, "vars", "main.yml")):
         wiring = {name: set().union(*[_reads(text) for text in _strings(value)])
-                  for name, value in (_load(os.path.join(folder, "vars", "main.yml")) or {}).items()}
+                  for name, value in (load(os.path.join(folder, "vars", "main.yml")) or {}).items()}
     # A name of vars/main.yml that reads a registered one (or another such name) is undefined without a host
     # too. Repeated until nothing is added (vars may read each other in any order).
     hostbound = set(registered)
@@ -118,7 +98,7 @@ def role_names(folder):
 
 
 def _imports(path):
-    return [task.get("name") or path for task in _walk(_load(path)) if _IMPORTS & set(task)]
+    return [task.get("name") or path for task in walk(load(path)) if _IMPORTS & set(task)]
 
 
 def _include_names(task):
@@ -137,9 +117,9 @@ def include_problems(folder):
     hostbound, inputs, loop_vars = role_names(folder)
     own = glob.glob(os.path.join(folder, "tasks", "*.yml"))
     problems = []
-    for path in _task_files(folder):
+    for path in task_files(folder):
         where = os.path.relpath(path, os.path.dirname(os.path.dirname(folder)))
-        for task in _walk(_load(path)):
+        for task in walk(load(path)):
             found = _include_names(task)
             if not found or not isinstance(found[1], str) or "{{" not in found[1]:
                 continue
@@ -170,8 +150,8 @@ def test_an_include_with_a_templated_name_loads_without_a_host(role):
 
 def test_the_role_files_are_seen():
     # The rule reads the include of the waves and the operator's hooks.
-    names = {name for role in ROLES for path in _task_files(os.path.join(ROOT, "roles", role))
-             for task in _walk(_load(path)) for name in [_include_names(task)] if name}
+    names = {name for role in ROLES for path in task_files(os.path.join(ROOT, "roles", role))
+             for task in walk(load(path)) for name in [_include_names(task)] if name}
     assert ("ansible.builtin.include_tasks", "wave.yml") in names
     assert ("ansible.builtin.include_tasks", "{{ imex_post_restart_tasks }}") in names
     assert ("ansible.builtin.include_tasks", "{{ imex_pre_restart_tasks }}") in names
@@ -235,7 +215,7 @@ def test_a_fact_set_on_the_tray_is_undefined_without_a_host(tmp_path):
         "roles/x/tasks/main.yml: ansible.builtin.include_tasks '{{ x_picked }}' reads x_picked, undefined without a host"]
 
 
-def test_a_literal_name_and_an_operators_file_named_by_a_role_input_load(tmp_path):
+def test_a_literal_name_and_an_operators_file_named_by_a_role_inputload(tmp_path):
     folder = _role(tmp_path, _PLAN + """
 - name: Work wave by wave
   ansible.builtin.include_tasks:

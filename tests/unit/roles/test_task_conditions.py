@@ -31,16 +31,14 @@ vars/main.yml; never a ``select``, ``selectattr``, ``flatten`` or other filter o
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
 
 import pytest
-import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-TASK_FILES = sorted(os.path.relpath(path, ROOT) for pattern in ("tasks", "handlers")
-                    for path in glob.glob(os.path.join(ROOT, "roles", "*", pattern, "*.yml")))
+from ansible_collections.rackscale.imex.tests.unit.roles.role_files import ROOT, load, task_files, walk
+
+TASK_FILES = [os.path.relpath(path, ROOT) for path in task_files()]
 MAGIC = {"inventory_hostname", "ansible_check_mode", "item"}
 _LITERAL = r"(?:'[^']*'|\"[^\"]*\"|\[\]|\{\}|none|None|false|true|\d+)"
 _READ = r"(?P<%s>[A-Za-z_]\w*)(?:\.\w+|\[[\w.]+\])*(?:\s*\|\s*default\(" + _LITERAL + r"\))?"
@@ -54,22 +52,6 @@ _FORMS = [re.compile(r"^%s$" % form) for form in (
 _JINJA_WORDS = {"not", "in", "is", "and", "or", "if", "else", "true", "false", "none", "True", "False", "None"}
 
 
-def _load(path):
-    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
-
-
-def _walk(node):
-    """Every mapping in a task file (tasks, blocks and their rescue/always, handlers)."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
 def _roots(expression):
     """The names an expression starts its reads from (not attributes, filters, tests or literals)."""
     expression = re.sub(r"'[^']*'|\"[^\"]*\"", "''", expression)
@@ -81,15 +63,15 @@ def role_names(role):
     """(plan variables, module outcomes, role inputs) of a role, as the rule names them."""
     folder = os.path.join(ROOT, "roles", role)
     registers = set()
-    for path in glob.glob(os.path.join(folder, "tasks", "*.yml")) + glob.glob(os.path.join(folder, "handlers", "*.yml")):
-        for task in _walk(_load(path)):
+    for path in task_files(folder):
+        for task in walk(load(path)):
             if isinstance(task.get("register"), str):
                 registers.add(task["register"])
             loop_control = task.get("loop_control") if isinstance(task.get("loop_control"), dict) else {}
             registers.update(loop_control[key] for key in ("loop_var", "index_var") if key in loop_control)
     wiring = {}
     if os.path.exists(os.path.join(folder, "vars", "main.yml")):
-        wiring = {name: value for name, value in (_load(os.path.join("roles", role, "vars", "main.yml")) or {}).items()
+        wiring = {name: value for name, value in (load(os.path.join("roles", role, "vars", "main.yml")) or {}).items()
                   if isinstance(value, str) and "{{" in value}
     plan, outcomes = set(), set(registers)
     # A name reads the plan when it reads a register's .plan or another plan variable; it is an outcome when
@@ -110,7 +92,7 @@ def role_names(role):
                 added = True
         if not added:
             break
-    specs = _load(os.path.join("roles", role, "meta", "argument_specs.yml"))["argument_specs"]
+    specs = load(os.path.join("roles", role, "meta", "argument_specs.yml"))["argument_specs"]
     inputs = {option for entry in specs.values() for option in (entry.get("options") or {})}
     return plan, outcomes, inputs
 
@@ -140,7 +122,7 @@ def condition_problem(condition, plan, outcomes, inputs):
 def when_problems(path, plan, outcomes, inputs):
     """Every condition of a task file that decides, as '<task>: <keyword>: <condition>: <why>'."""
     problems = []
-    for task in _walk(_load(path)):
+    for task in walk(load(path)):
         for keyword in ("when", "changed_when", "failed_when"):
             if keyword not in task:
                 continue
@@ -161,7 +143,7 @@ def role_constants(role):
     path = os.path.join("roles", role, "vars", "main.yml")
     if not os.path.exists(os.path.join(ROOT, path)):
         return set()
-    return {name for name, value in (_load(path) or {}).items() if not isinstance(value, str)}
+    return {name for name, value in (load(path) or {}).items() if not isinstance(value, str)}
 
 
 def loop_problem(loop, plan, outcomes, constants):
@@ -184,7 +166,7 @@ _WITH_LOOP = re.compile(r"^with_(?:items|list|dict|indexed_items|flattened|neste
 def loop_problems(path, plan, outcomes, constants):
     """Every loop of a task file that computes, as '<task>: <keyword>: <loop>: <why>'."""
     problems = []
-    for task in _walk(_load(path)):
+    for task in walk(load(path)):
         for keyword in [key for key in task if key == "loop" or _WITH_LOOP.match(str(key))]:
             problem = "use loop:" if keyword != "loop" else loop_problem(task[keyword], plan, outcomes, constants)
             if problem:

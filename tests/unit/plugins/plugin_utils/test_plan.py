@@ -181,6 +181,11 @@ def reads_of(plan, **by_tray):
     return {tray: read_of(plan, tray, **by_tray.get(tray, {})) for tray in plan["trays"]}
 
 
+def unreachable_read():
+    """What the run registers for a tray ssh did not reach."""
+    return {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
+
+
 def planned(domains=None, every=None, by_tray=None, reads=None, play_hosts=None, check_mode=False, converge=True,
             model=None, **after):
     """(model, options, plan after the read): preflight then after_read on converged trays, or on

@@ -17,6 +17,7 @@ from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_pla
     preflight,
     reads_of,
     status_of,
+    unreachable_read,
     wrote,
 )
 
@@ -68,7 +69,7 @@ def test_the_trays_ssh_did_not_reach_are_named_and_no_other():
     plan = preflight(model, options)
     reads = reads_of(plan)
     # As the run registers a tray ssh did not reach.
-    reads["a2"] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
+    reads["a2"] = unreachable_read()
     # Past the fabric gate only when it is skipped: else a tray that gave no answer stops the run there.
     plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
     assert plan["unreachable"] == ["a2"]

@@ -16,9 +16,33 @@ from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_pla
     planned,
     preflight,
     reads_of,
+    unreachable_read,
 )
 
 THREE_RACKS = dict(TWO_RACKS, rackC=["c1", "c2"])
+
+
+def included_order(plan, play_hosts):
+    """The waves in the order Ansible runs them: the trays' results of the looped include come back one tray
+    at a time in the play's order (the include's throttle), and the first result that names a wave places it
+    (ansible.playbook.included_file.IncludedFile.process_include_results)."""
+    order = []
+    for tray in play_hosts:
+        for index, trays in enumerate(plan["wave_trays"]):
+            if tray in trays and index not in order:
+                order.append(index)
+    return order
+
+
+def _after_read(domains, play_hosts, every=None, unreachable=(), **reads):
+    model = model_of(domains)
+    options = options_of(model, every)
+    options = {tray: options[tray] for tray in play_hosts}
+    plan = preflight(model, options)
+    found = reads_of(plan, **reads)
+    for tray in unreachable:
+        found[tray] = unreachable_read()
+    return run_plan.read.after_read(plan, model, options, found, skip_fabric=True)
 
 
 def test_a_converged_run_has_no_worker_and_each_wave_one_runner_of_its_own_domains():
@@ -60,12 +84,7 @@ def test_one_wave_of_every_domain():
 
 
 def test_a_tray_ssh_did_not_reach_neither_works_nor_runs_a_wave():
-    model = model_of(TWO_RACKS)
-    options = options_of(model)
-    plan = preflight(model, options)
-    reads = reads_of(plan)
-    reads["a1"] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
-    plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
+    plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], unreachable=["a1"])
     assert plan["unreachable"] == ["a1"] and plan["leaving"] == ["a1"]
     assert plan["wave_workers"] == [[], []] and plan["wave_trays"] == [["a2"], ["b1"]]
 
@@ -79,13 +98,8 @@ def test_the_gate_says_once_what_it_skipped():
 
 def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_last():
     # A play without any_errors_fatal goes on without the trays ssh did not reach: rackA's are all dark.
-    model = model_of(TWO_RACKS)
-    options = options_of(model, {"imex_mode": "slurm", "imex_channel0": False})
-    plan = preflight(model, options)
-    reads = reads_of(plan)
-    for tray in ("a1", "a2"):
-        reads[tray] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
-    plan = run_plan.read.after_read(plan, model, options, reads, skip_fabric=True)
+    plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], {"imex_mode": "slurm", "imex_channel0": False},
+                       unreachable=["a1", "a2"])
     # The dark domain's wave goes last (it is ordered by the first tray of its domains that ssh reached).
     assert plan["waves"] == [["rackB"], ["rackA"]]
     assert plan["wave_trays"] == [["b1", "b2"], []] and plan["wave_channels"] == [["b1", "b2"], []]
@@ -126,29 +140,6 @@ def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_w
     for tray in plan["wave_channels"][0]:
         own = next(index for index, wave in enumerate(plan["waves"]) if plan["trays"][tray]["domain"] in wave)
         assert tray in plan["wave_trays"][own]
-
-
-def included_order(plan, play_hosts):
-    """The waves in the order Ansible runs them: the trays' results of the looped include come back one tray
-    at a time in the play's order (the include's throttle), and the first result that names a wave places it
-    (ansible.playbook.included_file.IncludedFile.process_include_results)."""
-    order = []
-    for tray in play_hosts:
-        for index, trays in enumerate(plan["wave_trays"]):
-            if tray in trays and index not in order:
-                order.append(index)
-    return order
-
-
-def _after_read(domains, play_hosts, every=None, unreachable=(), **reads):
-    model = model_of(domains)
-    options = options_of(model, every)
-    options = {tray: options[tray] for tray in play_hosts}
-    plan = preflight(model, options)
-    found = reads_of(plan, **reads)
-    for tray in unreachable:
-        found[tray] = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh"}
-    return run_plan.read.after_read(plan, model, options, found, skip_fabric=True)
 
 
 def test_rolling_takes_the_domains_in_the_order_of_their_first_trays_in_the_play_and_locks_by_name():
