@@ -293,6 +293,16 @@ class Soak:
                 return probes, waiting
             self.runner.sleep(1)
 
+    def check_first(self, index, before_faults):
+        """A site.yml --check --diff on a settled rack, before the real run that it predicts. A prediction is
+        judged on runs that get past the locks: a killed run's lock is waited out first (the locks invariant
+        is exercised by the other actions). Returns (the check run, the probes before it, what had not
+        settled, the probes after it)."""
+        self.wait_for_stale_locks(index)
+        pre_check, waiting = self.settled_probe(before_faults)
+        check_run = self.run_playbook("check", "site.yml", index, check=True)
+        return check_run, pre_check, waiting, self.probe_all()
+
     @staticmethod
     def prediction_verdict(check_run, run, pre_check, between, waiting, during):
         """check_predicts for a --check run and the real run right after it."""
@@ -438,13 +448,10 @@ class Soak:
             ids = list(self.active) if kind == "heal_all" else action["heal"]
             healed = [(fid, self.heal(fid)) for fid in ids if fid in self.active]
         if kind == "heal_all":
-            self.wait_for_stale_locks(index)
             # The first run after a full heal has the most to do (start what was stopped, rewrite what
             # was edited): its --check is the richest prediction of the series.
-            pre_check, waiting = self.settled_probe(before_faults)
-            check_run = self.run_playbook("check", "site.yml", index, check=True)
+            check_run, pre_check, waiting, between = self.check_first(index, before_faults)
             checks.append(check_run)
-            between = self.probe_all()
             up_after = None
             for attempt in (1, 2):
                 run = self.run_playbook("site-%d" % attempt, "site.yml", index, during=during if attempt == 1 else ())
@@ -462,13 +469,8 @@ class Soak:
                 verdicts["heal_converges"] = inv.heal_converges(up_after, inv.changed_pairs(last["events"]) if up_after else set(),
                                                                 last["rc"])
         elif kind == "check_then_run":
-            # A prediction is judged on runs that get past the locks: wait out a killed run's lock
-            # (the locks invariant is exercised by the other actions).
-            self.wait_for_stale_locks(index)
-            pre_check, waiting = self.settled_probe(before_faults)
-            check_run = self.run_playbook("check", "site.yml", index, check=True)
+            check_run, pre_check, waiting, between = self.check_first(index, before_faults)
             checks.append(check_run)
-            between = self.probe_all()
             run = self.run_playbook("site", "site.yml", index, during=during)
             runs.append(run)
             verdicts["check_predicts"] = self.prediction_verdict(check_run, run, pre_check, between, waiting, during)
