@@ -358,6 +358,17 @@ def healthy_rack(domains, converged, topology, touched):
     return all(d in converged and not set(topology[d]) & set(touched) for d in domains)
 
 
+def fails_the_run(fault, health, domains, topology):
+    """Whether a fault lasting through a run on ``domains`` must make it fail (rc_truth): a fault of
+    ``health`` on one of their trays; a hung nvidia-imex-ctl only on a domain's first tray, the one tray
+    where a run calls it (it reads each domain's status there): elsewhere it hangs a command no run calls,
+    and the domain stays healthy."""
+    trays = set(fault["trays"])
+    if fault["kind"] not in health or not any(trays & set(topology[d]) for d in domains):
+        return False
+    return fault["kind"] != "ctl-hang" or any(topology[d][0] in trays for d in domains)
+
+
 def rc_truth(run, ctl_states, health_faults, addresses, healthy=False, stoppers=()):
     """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
     the whole run gives rc != 0 with a failure naming its tray or pair; and on a healthy rack

@@ -636,8 +636,8 @@ class Soak:
                     run["name"], ", ".join(f["kind"] for f in landed)))
                 continue
             health = plan.HEALTH_VALIDATE if run["playbook"] == "validate.yml" else plan.HEALTH
-            lasting = [f for fid, f in active_at_start.items() if fid in self.active and f["kind"] in health
-                       and any(self.domain_of[t] in run["domains"] for t in f["trays"])
+            lasting = [f for fid, f in active_at_start.items() if fid in self.active
+                       and inv.fails_the_run(f, health, run["domains"], self.topology)
                        and f.get("since", 0) < run["start"]]
             stoppers = [f for f in entry["faults"] if f.get("injected") and f not in lasting]
             ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses, stoppers=stoppers)

@@ -370,6 +370,20 @@ def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming
     assert inv.rc_truth(mute, {"rack1": "DEGRADED"}, [hang], ADDRESSES, stoppers=[reboot])[0] is False
 
 
+def test_a_hung_ctl_fails_a_run_only_on_the_tray_where_the_run_reads_the_status():
+    # Seed 20261128, steps 40 and 41: nvidia-imex-ctl hung on rack2-tray02, where no run calls it; rack2's
+    # status, read on rack2-tray01, was UP, and the runs passed.
+    topology = {"rack1": ["rack1-tray01", "rack1-tray02"], "rack2": ["rack2-tray01", "rack2-tray02"]}
+    health = {"ctl-hang", "link-cut"}
+    hang = {"kind": "ctl-hang", "trays": ["rack2-tray02"]}
+    assert not inv.fails_the_run(hang, health, ["rack2"], topology)
+    assert inv.fails_the_run(dict(hang, trays=["rack2-tray01"]), health, ["rack1", "rack2"], topology)
+    assert not inv.fails_the_run(dict(hang, trays=["rack2-tray01"]), health, ["rack1"], topology)
+    cut = {"kind": "link-cut", "trays": ["rack2-tray02"]}
+    assert inv.fails_the_run(cut, health, ["rack2"], topology)
+    assert not inv.fails_the_run(dict(cut, kind="reboot"), health, ["rack2"], topology)
+
+
 def test_heal_converges_within_two_runs_then_passes_and_changes_nothing():
     assert inv.heal_converges(2, set(), 0)[0] is True
     assert inv.heal_converges(None, set(), 0)[0] is False
