@@ -364,19 +364,25 @@ def fails_the_run(fault, health, domains, topology):
     where a run calls it (it reads each domain's status there): elsewhere it hangs a command no run calls,
     and the domain stays healthy."""
     trays = set(fault["trays"])
-    if fault["kind"] not in health or not any(trays & set(topology[d]) for d in domains):
+    if fault["kind"] not in health or not any(trays & set(topology[d]) for d in domains) or said_not_failed(fault):
         return False
     return fault["kind"] != "ctl-hang" or any(topology[d][0] in trays for d in domains)
 
 
-def rc_truth(run, ctl_states, health_faults, addresses, healthy=False, stoppers=()):
+def said_not_failed(fault):
+    """A fabric Health Summary of Unhealthy on registered GPUs: IMEX still runs there, so a run goes on, and
+    says it naming the tray."""
+    return fault["kind"] == "fabric" and "health=Unhealthy" in fault.get("extra", [])
+
+
+def rc_truth(run, ctl_states, health_faults, addresses, healthy=False, stoppers=(), said=()):
     """rc 0 only when nvidia-imex-ctl -N shows every domain of the run UP; a health fault active for
     the whole run gives rc != 0 with a failure naming its tray or pair; and on a healthy rack
     (``healthy``: no fault on the run's domains, active, injected or healed in the step, nothing
     left half done by a killed run) rc 0. ctl_states: {domain: state or None (unread)};
     health_faults: [{kind, trays}] active from before to after the run; stoppers: the step's other
     faults (a tray rebooted or cut off during the run, say), which can stop the run before it reaches
-    a health fault."""
+    a health fault. said: faults a run that passes must name in its output (said_not_failed)."""
     problems = []
     if healthy and run["rc"] != 0:
         return False, "%s rc %d on a healthy rack: %s" % (
@@ -388,6 +394,9 @@ def rc_truth(run, ctl_states, health_faults, addresses, healthy=False, stoppers=
         down = ["%s %s" % (d, ctl_states[d]) for d in run["domains"] if ctl_states.get(d) not in (None, "UP")]
         if down:
             problems.append("%s rc 0 but %s" % (run["name"], ", ".join(down)))
+        for fault in said:
+            if not any("tray %s: " % tray in run.get("output", "") for tray in fault["trays"]):
+                problems.append("%s rc 0 without saying %s on %s" % (run["name"], fault["kind"], " ".join(fault["trays"])))
     text = failure_text(run["events"])
 
     def named(fault):

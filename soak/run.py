@@ -640,7 +640,9 @@ class Soak:
                        and inv.fails_the_run(f, health, run["domains"], self.topology)
                        and f.get("since", 0) < run["start"]]
             stoppers = [f for f in entry["faults"] if f.get("injected") and f not in lasting]
-            ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses, stoppers=stoppers)
+            said = [f for fid, f in active_at_start.items() if fid in self.active and inv.said_not_failed(f)
+                    and any(self.domain_of[t] in run["domains"] for t in f["trays"]) and f.get("since", 0) < run["start"]]
+            ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses, stoppers=stoppers, said=said)
             if ok is False:
                 problems.append(detail)
             elif ok is None:

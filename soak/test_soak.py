@@ -384,6 +384,20 @@ def test_a_hung_ctl_fails_a_run_only_on_the_tray_where_the_run_reads_the_status(
     assert not inv.fails_the_run(dict(cut, kind="reboot"), health, ["rack2"], topology)
 
 
+def test_a_fabric_health_remark_is_said_naming_its_tray_not_failed():
+    # Seed 20261128, step 96: rack1-tray02's GPUs showed Health Summary Unhealthy (registered, IMEX runs).
+    topology = {"rack1": ["rack1-tray01", "rack1-tray02"]}
+    unhealthy = {"kind": "fabric", "trays": ["rack1-tray02"], "extra": ["health=Unhealthy"]}
+    assert not inv.fails_the_run(unhealthy, {"fabric"}, ["rack1"], topology)
+    assert inv.fails_the_run(dict(unhealthy, extra=["clique_id=0"]), {"fabric"}, ["rack1"], topology)
+    run = {"name": "s", "rc": 0, "domains": ["rack1"], "events": [],
+           "output": "rack1-tray02 ok\n"}
+    ok, detail = inv.rc_truth(run, {"rack1": "UP"}, [], ADDRESSES, said=[unhealthy])
+    assert ok is False and detail == "s rc 0 without saying fabric on rack1-tray02"
+    run["output"] += "tray rack1-tray02: GPUs 0-3: fabric health is Unhealthy (Bandwidth: Full)\n"
+    assert inv.rc_truth(run, {"rack1": "UP"}, [], ADDRESSES, said=[unhealthy])[0] is True
+
+
 def test_heal_converges_within_two_runs_then_passes_and_changes_nothing():
     assert inv.heal_converges(2, set(), 0)[0] is True
     assert inv.heal_converges(None, set(), 0)[0] is False

@@ -225,8 +225,8 @@ options:
 extends_documentation_fragment:
   - rackscale.imex._read_only
 notes:
-  - A Health Summary other than C(Healthy) on a registered GPU is reported as a warning; it does not
-    make RV(fabric_ok) false because IMEX can still run.
+  - A Health Summary other than C(Healthy) on a registered GPU is reported in RV(fabric_warnings); it does
+    not make RV(fabric_ok) false because IMEX can still run.
   - Fabric registration is done by the NVLink fabric (NMX / fabric manager). A GPU stuck in
     C(In Progress) or with Status C(Insufficient Resources) cannot be fixed by IMEX configuration.
   - Needs coreutils C(timeout), which stops C(nvidia-smi) after 120 seconds so that a stuck GPU cannot
@@ -424,6 +424,13 @@ problems:
   sample:
     - "GPUs 0-3: fabric state is In Progress, not Completed (the GPU has not finished registering with the
        NVLink fabric; wait, or check the NVLink fabric manager / NMX)"
+fabric_warnings:
+  description: One sentence per fabric health remark that does not stop IMEX, naming the GPUs.
+  returned: when O(fabric) is true (the default)
+  type: list
+  elements: str
+  sample:
+    - "GPUs 0-3: fabric health is Unhealthy (Bandwidth: Full, Route Recovery in progress: False)"
 channels:
   description:
     - Each channel of O(channels) (as a string) mapped to C({changed}), whether
@@ -996,8 +1003,8 @@ def read_fabric(module, runner, smi):
     except _fabric.SmiParseError as error:
         module.fail_json(msg='cannot read the output of %s -q: %s' % (smi, error.message), raw=error.raw)
     summary = _fabric.summarise_tray(gpus)
-    for warning in summary.pop('warnings'):
-        module.warn(warning)
+    # Returned, not warned: a warning does not say which tray it came from; the caller names the tray.
+    summary['fabric_warnings'] = summary.pop('warnings')
     summary['driver_version'] = _fabric.parse_driver_version(out)
     return summary
 

@@ -39,7 +39,10 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     gate += node_names.driver_problems(run, reads)
     if gate:
         raise PlanError(["NVLink fabric or versions do not match the inventory; nothing was changed:"] + gate)
-    run.notes = notes or []
+    # Fabric health remarks that do not stop IMEX (a Health Summary of Unhealthy on registered GPUs), by tray.
+    health = ["tray %s: %s" % (tray, remark) for tray in run.trays
+              for remark in TrayRead.of(reads.get(tray)).get("fabric_warnings") or []]
+    run.notes = (notes or []) + health
     # What the gate skipped and noted, said in one message.
     run.gate_messages = ([FABRIC_SKIPPED] if skip_fabric else []) + run.notes
     # The run goes on without them, as without any tray ssh does not reach.

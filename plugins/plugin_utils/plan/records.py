@@ -58,6 +58,7 @@ class TrayRead:
     channel_major: Optional[int] = UNSET
     imex_version: Optional[str] = UNSET
     daemon_release: dict = UNSET         # {running}
+    fabric_warnings: list = UNSET        # fabric health remarks that do not stop IMEX, naming the GPUs
     unreachable: bool = UNSET
     raw: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 

@@ -90,10 +90,11 @@ def test_not_strict_reports_without_failing(run):
     assert result['problems'][0].startswith('GPUs disagree on CliqueId: 32766 on GPUs 0-2, 2 on GPU 3')
 
 
-def test_health_summary_becomes_a_warning(run):
+def test_health_summary_is_returned_for_the_caller_to_name_the_tray(run):
     ok, result, _calls = run({}, (0, sample('smi_q_580.65.06_unhealthy_summary.txt'), ''))
-    assert ok and result['fabric_ok'] is True
-    assert len(result['_warnings']) == 1 and result['_warnings'][0].startswith('GPUs 0-3: fabric health is Unhealthy')
+    assert ok and result['fabric_ok'] is True and not result.get('_warnings')
+    assert len(result['fabric_warnings']) == 1
+    assert result['fabric_warnings'][0].startswith('GPUs 0-3: fabric health is Unhealthy')
 
 
 def test_explicit_path_is_used_behind_timeout(run):

@@ -96,6 +96,15 @@ def test_the_gate_says_once_what_it_skipped():
     assert plan["gate_messages"] == []
 
 
+def test_the_gate_says_a_fabric_health_remark_naming_its_tray_and_goes_on():
+    # nvidia-smi shows Health Summary Unhealthy on registered GPUs: IMEX still runs, so no refusal, but a
+    # warning of the tray's module says no tray; the gate's message does.
+    remark = "GPUs 0-3: fabric health is Unhealthy (Bandwidth: Full)"
+    _model, _options, plan = planned(reads={"b2": {"fabric_warnings": [remark]}})
+    assert plan["gate_messages"] == ["tray b2: " + remark]
+    assert plan["wave_workers"] == [[], []]
+
+
 def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_last():
     # A play without any_errors_fatal goes on without the trays ssh did not reach: rackA's are all dark.
     plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], {"imex_mode": "slurm", "imex_channel0": False},
