@@ -371,7 +371,7 @@ def test_rc_zero_needs_every_domain_up_and_a_health_fault_needs_a_failure_naming
 
 
 def test_a_hung_ctl_fails_a_run_only_on_the_tray_where_the_run_reads_the_status():
-    # Seed 20261128, steps 40 and 41: nvidia-imex-ctl hung on rack2-tray02, where no run calls it; rack2's
+    # Seed 20261128, steps 39 and 40 (summary.md): nvidia-imex-ctl hung on rack2-tray02, where no run calls it; rack2's
     # status, read on rack2-tray01, was UP, and the runs passed.
     topology = {"rack1": ["rack1-tray01", "rack1-tray02"], "rack2": ["rack2-tray01", "rack2-tray02"]}
     health = {"ctl-hang", "link-cut"}
@@ -385,7 +385,7 @@ def test_a_hung_ctl_fails_a_run_only_on_the_tray_where_the_run_reads_the_status(
 
 
 def test_a_fabric_health_remark_is_said_naming_its_tray_not_failed():
-    # Seed 20261128, step 96: rack1-tray02's GPUs showed Health Summary Unhealthy (registered, IMEX runs).
+    # Seed 20261128, step 95 (summary.md): rack1-tray02's GPUs showed Health Summary Unhealthy (registered, IMEX runs).
     topology = {"rack1": ["rack1-tray01", "rack1-tray02"]}
     unhealthy = {"kind": "fabric", "trays": ["rack1-tray02"], "extra": ["health=Unhealthy"]}
     assert not inv.fails_the_run(unhealthy, {"fabric"}, ["rack1"], topology)
