@@ -636,12 +636,12 @@ class Soak:
                     run["name"], ", ".join(f["kind"] for f in landed)))
                 continue
             health = plan.HEALTH_VALIDATE if run["playbook"] == "validate.yml" else plan.HEALTH
-            lasting = [f for fid, f in active_at_start.items() if fid in self.active
-                       and inv.fails_the_run(f, health, run["domains"], self.topology)
-                       and f.get("since", 0) < run["start"]]
+            # The faults active from before the run to its end, on its domains.
+            through = [f for fid, f in active_at_start.items() if fid in self.active and f.get("since", 0) < run["start"]
+                       and any(self.domain_of[t] in run["domains"] for t in f["trays"])]
+            lasting = [f for f in through if inv.fails_the_run(f, health, run["domains"], self.topology)]
             stoppers = [f for f in entry["faults"] if f.get("injected") and f not in lasting]
-            said = [f for fid, f in active_at_start.items() if fid in self.active and inv.said_not_failed(f)
-                    and any(self.domain_of[t] in run["domains"] for t in f["trays"]) and f.get("since", 0) < run["start"]]
+            said = [f for f in through if inv.said_not_failed(f)]
             ok, detail = inv.rc_truth(run, run["ctl"], lasting, self.addresses, stoppers=stoppers, said=said)
             if ok is False:
                 problems.append(detail)
