@@ -14,14 +14,13 @@ show READY in a domain with nothing else to do is not started (a start of a runn
 running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
 tray of its domains, its runner, for the wave's run_once tasks (the locks' refresh, the status read, the restart
 plan, the reconnects and the proof): its gates are skipped there. A tray whose channels the first wave ensured in a later
-wave's domain includes that wave too: its handlers run there. With several waves, a wave with workers is included on its
-runner too: that keeps the waves in their order (plan_waves).
+wave's domain includes that wave too: its handlers run there.
 
 The order in which the waves run is Ansible's, not the loop's: it runs a looped include's files in the order in
 which the trays' results of the loop came back, a wave placed by the first result that names it. With several
-waves the include is throttled to one tray at a time, so the results come back in the play's order; the waves
-are ordered by the first tray in the play that ssh reached of their domains, which is the tray that names each
-wave first (its runner): so the loop's order is the order they run in.
+waves the include is throttled to one tray at a time, so the results come back in the play's order; each wave is
+also included on its runner, and the waves are ordered by their runners' places in the play: the runner names
+its wave first, so the loop's order is the order they run in.
 """
 from __future__ import annotations
 
@@ -50,10 +49,8 @@ def plan_waves(run, reads):
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
     # left in the play); the channels go to the first wave that runs.
-    # The runner of a wave: the first tray of its domains in the play's order (run.trays is in that order).
-    runners = [[tray for tray, entry in run.trays.items() if entry.domain in wave and tray not in unreachable][:1]
-               for wave in run.waves]
-    first = next((index for index, runner in enumerate(runners) if runner), None)
+    runners = [[tray] if tray else [] for tray in (runner(run, wave, unreachable) for wave in run.waves)]
+    first = next((index for index, found in enumerate(runners) if found), None)
     run.wave_workers, run.wave_channels, run.wave_trays = [], [], []
     for index, wave in enumerate(run.waves):
         workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
@@ -66,27 +63,29 @@ def plan_waves(run, reads):
         run.wave_workers.append(workers)
         run.wave_channels.append(in_wave)
         trays = workers + [tray for tray in in_wave + own if tray not in workers]
-        # Ansible runs the waves' includes in the order in which the trays' results of the loop came back
-        # (the first result that names a wave places it), not in the loop's order: a later wave whose tray
-        # answered before every tray of an earlier one would run first. With several waves, each is also
-        # included on its runner, the first tray of its domains in the play, as it was when every tray of a
-        # wave's domains included it: the waves keep the order of their domains' first trays in the play.
+        # With several waves, each is also included on its runner, which places it in the loop's order.
         extra = [tray for tray in runners[index] if tray not in trays] if len(run.waves) > 1 or not trays else []
         run.wave_trays.append(trays + extra)
     run.wave_include_throttle = 1 if len(run.waves) > 1 else 0
     return run
 
 
+def runner(run, wave, unreachable):
+    """The first tray of the wave's domains in the play's order (run.trays is in that order) that ssh reached,
+    or None."""
+    return next((tray for tray, entry in run.trays.items() if entry.domain in wave and tray not in unreachable), None)
+
+
 def order_waves(run, unreachable):
-    """Order the waves by the first tray of their domains in the play that ssh reached (a wave none of whose
-    trays was reached last): preflight ordered them by the first tray in the play, which a dark tray can move."""
-    position = {tray: index for index, tray in enumerate(tray for tray in run.trays if tray not in unreachable)}
+    """Order the waves by their runners' places in the play (a wave without one, none of its trays reached,
+    last): preflight ordered them by the first tray in the play, which a dark tray can move."""
+    play = list(run.trays)
 
-    def first_reached(wave):
-        return min((position[tray] for name in wave for tray in run.domains[name].trays_in_run if tray in position),
-                   default=len(position))
+    def place(wave):
+        tray = runner(run, wave, unreachable)
+        return play.index(tray) if tray else len(play)
 
-    ordered = sorted(run.waves, key=first_reached)
+    ordered = sorted(run.waves, key=place)
     if ordered != run.waves:
         run.waves = ordered
         run.wave_locks = wave_locks(run.locks, ordered)
