@@ -149,37 +149,61 @@ class Clock:
         return self.time
 
 
-class Bed:
-    """A simulated domain built from a recorded state: its trays, their locks, what happened to them."""
+def another_rack(fixture, number):
+    """The recorded state of rack1 as rack ``number`` would record it: its trays' names and addresses, its own
+    NVLink partition (each rack is one), its node lists holding its own addresses."""
+    text = json.dumps(fixture)
+    for old, new in (("rack1-", "rack%d-" % number), ('"rack1"', '"rack%d"' % number),
+                     ("198.18.1.", "198.18.%d." % number)):
+        text = text.replace(old, new)
+    twin = json.loads(text)
+    for read in twin["reads"].values():
+        for gpu in [read] + list(read.get("gpus") or []):
+            if "clique_id" in gpu:
+                gpu["clique_id"] = gpu["clique_id"] - number + 1
+                gpu["cluster_uuid"] = "%s-rack%d" % (gpu["cluster_uuid"], number)
+        for found in (read.get("files") or {}).values():
+            if found.get("content") is not None:
+                found["sha256"] = _sha(found["content"])
+    return twin
 
-    def __init__(self, state="healthy", node_index=False):
-        fixture = recorded(state)
-        domain = fixture["domain"]
-        self.domain, self.trays_in_order = domain["name"], list(domain["trays"])
-        reads = fixture["reads"]
-        base = recorded("healthy")["reads"]
-        latest = max(float((read.get("services_started") or {}).get(SERVICE) or 0) for read in base.values())
+
+class Bed:
+    """Simulated domains built from a recorded state: their trays, their locks, what happened to them. The
+    recorded state is of one rack (rack1); ``racks`` > 1 adds rack2... in the same state, each its own domain,
+    rolled one after the other."""
+
+    def __init__(self, state="healthy", node_index=False, racks=1):
+        fixtures = [recorded(state)] + [another_rack(recorded(state), number) for number in range(2, racks + 1)]
+        bases = [recorded("healthy")] + [another_rack(recorded("healthy"), number) for number in range(2, racks + 1)]
+        self.domains = {fixture["domain"]["name"]: list(fixture["domain"]["trays"]) for fixture in fixtures}
+        self.domain = fixtures[0]["domain"]["name"]
+        self.trays_in_order = [tray for trays in self.domains.values() for tray in trays]
+        latest = max(float((read.get("services_started") or {}).get(SERVICE) or 0)
+                     for base in bases for read in base["reads"].values())
         self.clock = Clock(latest + 3600)
         self.trays = {}
-        for tray, address in zip(domain["trays"], domain["addresses"]):
-            read = reads.get(tray) or {}
-            # A tray the run could not reach registered its failure, not a read: it is as the healthy
-            # state left it, behind a cut link.
-            reached = bool(read) and not read.get("unreachable")
-            self.trays[tray] = Tray(tray, address, read if reached else base[tray], self.clock)
-            self.trays[tray].reachable = reached or not read
-        # imex_node_index on every tray (its position), as imex_node_names needs.
+        for fixture, base in zip(fixtures, bases):
+            domain, reads = fixture["domain"], fixture["reads"]
+            for tray, address in zip(domain["trays"], domain["addresses"]):
+                read = reads.get(tray) or {}
+                # A tray the run could not reach registered its failure, not a read: it is as the healthy
+                # state left it, behind a cut link.
+                reached = bool(read) and not read.get("unreachable")
+                self.trays[tray] = Tray(tray, address, read if reached else base["reads"][tray], self.clock)
+                self.trays[tray].reachable = reached or not read
+        # imex_node_index on every tray (its position in its domain), as imex_node_names needs.
         self.node_index = node_index
         self.model = self.build_model()
         self.locks = {}  # tray: run id holding the lock file there
         self.events = []  # (what, run id, trays) in the order they happened
 
     def build_model(self):
-        return build_model({"imex_domains": list(self.trays_in_order), self.domain: list(self.trays_in_order)},
-                           {tray: dict({"imex_address": self.trays[tray].address},
-                                       **({"imex_node_index": index} if self.node_index else {}))
-                            for index, tray in enumerate(self.trays_in_order)},
-                           domain_groups=[self.domain])
+        groups = dict({"imex_domains": list(self.trays_in_order)}, **self.domains)
+        hostvars = {tray: dict({"imex_address": self.trays[tray].address},
+                               **({"imex_node_index": index} if self.node_index else {}))
+                    for trays in self.domains.values() for index, tray in enumerate(trays)}
+        return build_model(groups, hostvars, domain_groups=list(self.domains))
 
     def swap(self, tray, address):
         """A replacement board in the tray's slot: another address, no daemon files, its daemon stopped, no
@@ -328,6 +352,16 @@ class Run:
 
     def _wave(self, plan, wave, options):
         bed, outcome = self.bed, self.outcome
+        # refresh.yml: a new since on the locks of the wave's domains (none for the first wave, whose locks were
+        # just taken); a lock this run no longer holds stops it before the wave writes.
+        refreshed = plan["wave_locks"][plan["waves"].index(wave)]
+        if refreshed and not self.check:
+            for lock in refreshed:
+                if bed.locks.get(lock["holder"]) != outcome.run_id:
+                    raise Refused("lock", ["domain %s: this run no longer holds its lock on %s"
+                                           % (lock["domain"], lock["holder"])])
+            bed.events.append(("refresh", outcome.run_id, sorted({lock["domain"] for lock in refreshed}),
+                               [lock["holder"] for lock in refreshed]))
         writes = {}
         for name in wave:
             domain = plan["domains"][name]

@@ -187,3 +187,61 @@ def test_the_first_lock_tray_unreachable_stops_the_run_until_it_is_marked_out_of
     away = run(bed, every=NEW_PORT, out_of_service=[T1])
     assert not away.refused and away.restarted == [T2, T3], away.problems
     assert [lock["holder"] for lock in away.plans[0][1]["locks"]] == [T2, T3]
+
+
+# Two racks, each its own domain, rolled one wave after the other.
+RACK2 = ["rack2-tray01", "rack2-tray02", "rack2-tray03"]
+NODE_LIST = "/etc/nvidia-imex/nodes_config.cfg"
+
+
+def test_a_node_list_edited_behind_our_back_is_rewritten_and_restarts_that_rack_only():
+    """Someone swapped the first two entries of one tray's node list and restarted its daemon, which then
+    disagrees with its peers: the run rewrites that one file, restarts that rack's trays together (its
+    operator's pre-restart tasks run for that wave only), proves it, and leaves the other rack alone."""
+    bed = Bed(racks=2)
+    edited = bed.trays[T2]
+    lines = edited.files[NODE_LIST]["content"].splitlines(True)
+    edited.write(NODE_LIST, "".join([lines[1], lines[0]] + lines[2:]))
+    edited.start()
+    rack2_before = {tray: bed.trays[tray].started for tray in RACK2}
+    assert edited.runs[NODE_LIST] != bed.trays[T1].runs[NODE_LIST]
+    waves_with_restarts = []
+    repaired = run(bed, pre_restart=lambda _run, wave: waves_with_restarts.append(wave))
+    assert (repaired.written, repaired.restarted, repaired.started) == ({T2: ["node list"]}, ALL, []), repaired.problems
+    assert waves_with_restarts == [["rack1"]]
+    assert repaired.verdicts == {"rack1": "healthy", "rack2": "healthy"}
+    assert {tray: bed.trays[tray].started for tray in RACK2} == rack2_before
+    assert run(bed).written == {} and bed.trays[T1].runs == bed.trays[T2].runs
+
+
+def test_each_wave_refreshes_the_locks_of_its_own_domains_before_it_writes():
+    """Every domain's lock is taken at the start of the run; each later wave refreshes those of its own domains
+    as it begins, so that a long run is not taken for a crashed one while it works."""
+    bed = Bed(racks=2)
+    outcome = run(bed, every=NEW_PORT)
+    plan = dict(outcome.plans)["read"]
+    assert plan["waves"] == [["rack1"], ["rack2"]]
+    rack2_locks = [lock["holder"] for lock in plan["locks"] if lock["domain"] == "rack2"]
+    assert rack2_locks and [[lock["holder"] for lock in locks] for locks in plan["wave_locks"]] == [[], rack2_locks]
+    # rack2's locks are refreshed after rack1's wave ended (restarted and proven), before rack2's first write.
+    steps = [(event[0], event[2]) for event in bed.events if event[0] in ("refresh", "restart")]
+    assert steps == [("restart", "rack1"), ("refresh", ["rack2"]), ("restart", "rack2")]
+    first_write = next(index for index, event in enumerate(bed.events) if event[0] == "write" and event[2] in RACK2)
+    assert [event[0] for event in bed.events].index("refresh") < first_write
+    assert outcome.restarted == ALL + RACK2 and outcome.verdicts == {"rack1": "healthy", "rack2": "healthy"}
+    assert bed.locks == {}
+
+
+def test_a_wave_whose_lock_was_taken_over_stops_before_it_writes():
+    """Another run took rack2's lock over (the locks went stale) while rack1's wave ran: rack2's wave stops at
+    its refresh, before any write of it."""
+    bed = Bed(racks=2)
+
+    def taken_over(run_a, wave):
+        for lock in dict(run_a.outcome.plans)["read"]["locks"]:
+            if lock["domain"] == "rack2":
+                bed.locks[lock["holder"]] = "run-b"
+
+    outcome = run(bed, every=NEW_PORT, pre_restart=taken_over)
+    assert outcome.stopped_at == "lock" and "domain rack2: this run no longer holds its lock" in outcome.problems[0]
+    assert outcome.restarted == ALL and sorted(outcome.written) == ALL

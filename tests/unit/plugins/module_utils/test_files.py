@@ -192,6 +192,23 @@ def test_failed_write_leaves_old_file_and_no_temporary(make_module, tmp_path, mo
     assert os.listdir(tmp_path) == ["f"]
 
 
+@pytest.mark.parametrize("backup", [False, True])
+def test_a_read_only_file_system_keeps_the_old_file_and_leaves_no_copy(make_module, tmp_path, monkeypatch, backup):
+    """/etc remounted read-only: the new content cannot even be staged, so no backup is taken either."""
+    target = tmp_path / "config.cfg"
+    _write(target, b"old\n")
+
+    def read_only(**_kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(_files.tempfile, "mkstemp", read_only)
+    with pytest.raises(FileOpError) as err:
+        replace_file(make_module(), str(target), "new\n", backup=backup)
+    assert str(target) in str(err.value) and "Read-only file system" in str(err.value)
+    assert target.read_bytes() == b"old\n"
+    assert os.listdir(tmp_path) == ["config.cfg"]
+
+
 def test_failed_move_leaves_old_file_and_no_temporary(make_module, tmp_path, monkeypatch):
     target = tmp_path / "f"
     _write(target, b"old\n")
