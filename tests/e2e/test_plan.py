@@ -48,7 +48,7 @@ def main_pids(rack, trays):
 
 def set_backoff(rack, trays, waits):
     """The simulated daemons' waits between attempts to a peer that is down (faults.json reconnect_backoff_s,
-    read before each wait); None: their default 2 s retries."""
+    read before each wait); None: their default 0.5 s retries."""
     for tray in trays:
         path = os.path.join(rack.state_dir, "trays", tray, "faults.json")
         with open(path, encoding="utf-8") as handle:

@@ -45,9 +45,10 @@ CONNECT_TIMEOUT_S = 2.0
 CMD_REQUEST_TIMEOUT_S = 5.0
 # The real daemon retries an unreachable peer with exponential backoff (15, 31, 62, 125 s ...,
 # reference §4 and §8). By default the simulator deliberately retries at a short fixed interval so
-# that a simulated rack converges in seconds; faults.json "reconnect_interval_s" overrides it, and
+# that a simulated rack converges in seconds (half a second: daemons of a domain started together
+# find each other within about one wait, and every restart of the tests' beds waits for that); faults.json "reconnect_interval_s" overrides it, and
 # "reconnect_backoff_s" (a list of waits, e.g. REAL_BACKOFF_S) makes it back off as the real one.
-DEFAULT_RECONNECT_INTERVAL_S = 2.0
+DEFAULT_RECONNECT_INTERVAL_S = 0.5
 REAL_BACKOFF_S = (15, 31, 62, 125)
 # signals.html: "SIGUSR1 will only be processed once every 5 seconds."
 SIGUSR1_MIN_INTERVAL_S = 5.0
