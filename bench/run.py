@@ -549,6 +549,29 @@ def ad_hoc(inventory, module, *args):
     return [os.path.join(BIN, "ansible"), "-i", inventory, "imex_domains", "-m", module, *args]
 
 
+# The CPU the trays use, all of them together: every tray (its systemd, sshd, the modules and commands a run
+# starts there, the simulated daemons) runs in a cgroup under simrack's, on this machine's cores.
+TRAYS_CPU = ("/sys/fs/cgroup/cpuacct/simrack/cpuacct.usage",       # cgroup v1 (hybrid hosts): nanoseconds
+             "/sys/fs/cgroup/simrack/cpu.stat")                     # cgroup v2: usage_usec
+
+
+def trays_cpu_s(paths=TRAYS_CPU):
+    """CPU seconds the trays have used so far, or None where no simrack cgroup is found."""
+    for path in paths:
+        try:
+            with open(path) as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        if path.endswith("cpuacct.usage"):
+            return int(text.strip()) / 1e9
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e6
+    return None
+
+
 def timed(runner, command, count_file, settings=None):
     """Run a command; return (wall seconds, controller CPU seconds, module runs per host).
 
@@ -565,6 +588,7 @@ def timed_together(runner, commands, count_files, settings=None):
         if os.path.exists(count_file):
             os.unlink(count_file)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    trays_before = trays_cpu_s()
     start = time.monotonic()
     for command, count_file in zip(commands, count_files):
         env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"], BENCH_COUNT_FILE=count_file,
@@ -575,13 +599,16 @@ def timed_together(runner, commands, count_files, settings=None):
     outputs = [runner.wait(process) for process in processes]
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    trays_after = trays_cpu_s()
     runner.check()      # a playbook stopped by a signal is not a failure of the playbook
     for command, (returncode, stdout, stderr) in zip(commands, outputs):
         if returncode != 0:
             raise BenchError("benchmark command failed (%d): %s\n%s\n%s" % (
                 returncode, " ".join(command), stdout[-4000:], stderr[-2000:]))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    counts = {"per_host": {}, "total": 0, "task_results": 0, "profiles": []}
+    counts = {"per_host": {}, "total": 0, "task_results": 0, "profiles": [],
+              # Every tray's CPU during the run, its background included (systemd, the daemons' heartbeats).
+              "trays_cpu_s": None if trays_before is None or trays_after is None else trays_after - trays_before}
     for count_file in count_files:
         with open(count_file) as handle:
             found = json.load(handle)
@@ -819,6 +846,8 @@ def summarise(name, racks, trays, samples, floor_median=None):
         "task_results_per_tray": round(statistics.median(s[2]["task_results"] / all_trays for s in samples), 2),
         "controller_cpu_s": round(statistics.median(s[1] for s in samples), 2),
         "controller_cpu_s_per_tray": round(statistics.median(s[1] / all_trays for s in samples), 3),
+        "trays_cpu_s_per_tray": (round(statistics.median(s[2]["trays_cpu_s"] / all_trays for s in samples), 3)
+                                 if all(s[2].get("trays_cpu_s") is not None for s in samples) else None),
         # Where the wall time of the median run went (one controller's profile: the first).
         "profile": profile_of(sorted(samples, key=lambda s: s[0])[len(samples) // 2]),
     }
@@ -903,12 +932,15 @@ def run_line(bench):
 def render_table(results):
     by_name = {r["name"]: r for r in results}
     lines = ["| scenario | racks | trays | reps | wall median s (min-max) | x floor | module runs/tray "
-             "| task results/tray | controller CPU s | CPU s/tray |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| task results/tray | controller CPU s | CPU s/tray | trays' CPU s/tray |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %s | %d | %d | %d | %.1f (%.1f-%.1f) | %s | %.2f | %.2f | %.1f | %.3f |" % (
+        trays_cpu = r.get("trays_cpu_s_per_tray")
+        lines.append("| %s | %d | %d | %d | %.1f (%.1f-%.1f) | %s | %.2f | %.2f | %.1f | %.3f | %s |" % (
             r["name"], r["racks"], r["trays"], r["reps"], r["wall_median_s"], r["wall_min_s"], r["wall_max_s"],
             "-" if r["ratio_to_floor"] is None else "%.2f" % r["ratio_to_floor"], r["module_runs_per_tray"],
-            r["task_results_per_tray"], r["controller_cpu_s"], r["controller_cpu_s_per_tray"]))
+            r["task_results_per_tray"], r["controller_cpu_s"], r["controller_cpu_s_per_tray"],
+            "-" if trays_cpu is None else "%.3f" % trays_cpu))
 
     def ratio(name, base, key="wall_median_s"):
         return by_name[name][key] / by_name[base][key]
@@ -919,7 +951,9 @@ def render_table(results):
     lines += ["", "Targets: no-change <= 6 task results/tray (aim 4), <= 1.1 module runs/tray, <= 2.0x floor (aim "
               "1.5x); validate <= 1.2x floor; first converge <= 5x floor; four racks' ratio to their floor within "
               "1.1x of one rack's; controller CPU <= 1.0 s/tray; two controllers: wall <= one controller running "
-              "both domains, CPU together <= 1.1x its CPU."]
+              "both domains, CPU together <= 1.1x its CPU.",
+              "Trays' CPU: what every tray's cgroup used during the run, per tray, its background (systemd, the "
+              "simulated daemons) included; here the trays share the controller's cores, on a rack each has its own."]
     if have("site_nochange", "site_nochange_4racks") and by_name["site_nochange"]["ratio_to_floor"] and \
             by_name["site_nochange_4racks"]["ratio_to_floor"]:
         lines.append("Four racks' no-change ratio to their floor / one rack's: %.2fx." % (

@@ -240,3 +240,20 @@ def test_the_table_states_the_targets_and_the_four_racks_ratio_against_one_racks
     assert "no-change <= 6 task results/tray (aim 4), <= 1.1 module runs/tray, <= 2.0x floor (aim 1.5x)" in text
     assert "Four racks' no-change ratio to their floor / one rack's: 1.25x." in text
     assert "Four racks' no-change ratio" not in run.render_table([_scenario("site_nochange", 1, 2.0)])
+
+
+def test_the_trays_cpu_is_read_from_simracks_cgroup_v1_or_v2(tmp_path):
+    v1 = tmp_path / "cpuacct.usage"
+    v1.write_text("2500000000\n")
+    v2 = tmp_path / "cpu.stat"
+    v2.write_text("usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
+    assert run.trays_cpu_s((str(v1), str(v2))) == 2.5
+    assert run.trays_cpu_s((str(tmp_path / "absent"), str(v2))) == 1.5
+    assert run.trays_cpu_s((str(tmp_path / "absent"),)) is None
+
+
+def test_the_table_gives_the_trays_cpu_per_tray_where_it_was_measured():
+    measured = dict(_scenario("floor", 1, 1.0), trays_cpu_s_per_tray=0.123)
+    text = run.render_table([measured, _scenario("site_nochange", 1, 2.0)])
+    rows = [line for line in text.splitlines() if line.startswith("| floor") or line.startswith("| site_nochange")]
+    assert rows[0].endswith("| 0.123 |") and rows[1].endswith("| - |"), rows
