@@ -39,8 +39,8 @@ def bed(simulated_rack, reports):
     return simulated_rack
 
 
-def site(rack, reports, check=False, **extravars):
-    return run_playbook("site.yml", rack.inventory, check=check,
+def site(rack, reports, **extravars):
+    return run_playbook("site.yml", rack.inventory,
                         extravars=dict({"imex_report_dir": reports, "imex_validate_timeout_s": 60}, **extravars))
 
 

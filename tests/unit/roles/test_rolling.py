@@ -8,8 +8,7 @@ from ansible_collections.rackscale.imex.tests.unit.roles.role_files import load
 
 def test_a_failed_tray_stops_the_site_run_so_no_later_wave_touches_another_rack():
     """Without any_errors_fatal the other trays would go on to the next waves after one tray's failed write."""
-    plays = {play["name"]: play for play in load("playbooks/site.yml")}
-    trays = [play for play in plays.values() if play["hosts"] == "imex_domains"]
+    trays = [play for play in load("playbooks/site.yml") if play["hosts"] == "imex_domains"]
     assert len(trays) == 1 and trays[0].get("any_errors_fatal") is True, trays
 
 
