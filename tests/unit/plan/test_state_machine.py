@@ -1,9 +1,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seeded random sequences on the simulated domain of the recorded reads: trays stopped, busy, written
-behind the daemon's back or unreachable; runs with out-of-service lists, --limit slices, --check, mode
-and option changes, and a second run started during a first one's pre-restart tasks. After each run the
-invariants below are checked; each is also shown failing on a plan altered on purpose, so that none is
-trusted without having been seen to fail."""
+"""Seeded random sequences on the simulated domain of the recorded reads, and on two racks of it rolled one
+wave after the other: trays stopped, busy, written behind the daemon's back or unreachable; runs with
+out-of-service lists, --limit slices, --check, mode and option changes, and a second run started during a first
+one's pre-restart tasks. After each run the invariants below are checked, domain by domain; each is also shown
+failing on a plan altered on purpose, so that none is trusted without having been seen to fail."""
 from __future__ import annotations
 
 import copy
@@ -17,6 +17,8 @@ from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run
 
 SEEDS = (1, 2)
 STEPS = 1000
+# One rack, and two: each its own domain and wave, so that what one domain's trays do meets the other's.
+RACKS = (1, 2)
 PORTS = (50000, 50010, 50020)
 MODES = (("static", True), ("dra_host_managed", True))
 WORK = [{"pid": 4242, "name": "python3"}]
@@ -53,10 +55,14 @@ def told_written(problems):
 class Explorer:
     """One seeded random sequence; ``violations`` holds (step, invariant, detail)."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, racks=1):
         self.random = random.Random(seed)
-        self.bed = Bed("healthy")
+        self.bed = Bed("healthy", racks=racks)
         self.trays = list(self.bed.trays_in_order)
+        # With more trays more of them are dark at a time: each further rack makes a dark tray come back more
+        # often, so that runs still get past their locks and reads to the restarts.
+        self.kinds = ("stop", "work", "idle", "idle", "edit", "unreachable", "reachable", "reachable", "options",
+                      "options", "nothing") + ("reachable",) * 3 * (racks - 1)
         self.options = {"imex_server_port": PORTS[0]}
         self.violations = []
         self.step = 0
@@ -70,8 +76,7 @@ class Explorer:
 
     def disturb(self):
         tray = self.bed.trays[self.random.choice(self.trays)]
-        kind = self.random.choice(("stop", "work", "idle", "idle", "edit", "unreachable", "reachable", "reachable",
-                                   "options", "options", "nothing"))
+        kind = self.random.choice(self.kinds)
         if kind == "stop":
             tray.stop()
         elif kind == "work":
@@ -146,6 +151,8 @@ class Explorer:
             seen["before"] = self.bed.snapshot()
             seen["run"] = Run(self.bed, run_id="run-%d-b" % self.step, **second)
             stages = list(seen["run"])
+            # What the second run left, before the first goes on to its later waves.
+            seen["after"] = self.bed.snapshot()
             if "lock" in stages:
                 self.fail(LOCKS, "run %s got past the locks while %s held them (%s, %s)"
                           % (seen["run"].outcome.run_id, first.outcome.run_id, arguments, second))
@@ -153,32 +160,40 @@ class Explorer:
         before = self.bed.snapshot()
         outcome = Run(self.bed, run_id="run-%d" % self.step, pre_restart=during_pre_restart, **arguments).run()
         if "run" in seen:
-            self.judge(seen["run"].outcome, second, seen["before"], concurrent=True)
+            self.judge(seen["run"].outcome, second, seen["before"], concurrent=True, after=seen["after"])
         self.judge(outcome, arguments, before, concurrent="run" in seen)
 
     # -- the invariants ----------------------------------------------------------------------------
 
-    def judge(self, outcome, arguments, before, concurrent=False):
+    def domain_of(self, tray):
+        return next(name for name, trays in self.bed.domains.items() if tray in trays)
+
+    def judge(self, outcome, arguments, before, concurrent=False, after=None):
+        """``after``: the trays' files when the run ended (now by default)."""
         bed = self.bed
         self.seen.add(outcome.stopped_at or ("restart" if outcome.restarted else "start" if outcome.started
                                              else "none"))
         away = set(arguments["out_of_service"])
         in_service = [tray for tray in self.trays if tray not in away]
         play = arguments["limit"] or self.trays
-        for what, run_id, _domain, trays in bed.events:
+        for what, run_id, domain, trays in bed.events:
             if what != "restart" or run_id != outcome.run_id:
                 continue
+            domain_in_service = [tray for tray in bed.domains[domain] if tray not in away]
             busy = [tray for tray in trays if bed.trays[tray].work]
-            if busy or not set(in_service) <= set(play):
+            if busy or not set(domain_in_service) <= set(play):
                 self.fail(BUSY, "%s restarted %s with work on %s, play %s" % (run_id, trays, busy, play))
-            if sorted(trays) != sorted(tray for tray in in_service):
-                self.fail(TOGETHER, "%s restarted %s of %s in service" % (run_id, trays, in_service))
+            if sorted(trays) != sorted(domain_in_service):
+                self.fail(TOGETHER, "%s restarted %s of %s in service" % (run_id, trays, domain_in_service))
         bed.events = [event for event in bed.events if event[1] != outcome.run_id]
         said = "\n".join(outcome.problems)
         if outcome.stopped_at in ("restart", "guard") and any(
                 re.search(r"leaves out [^.]*\b%s\b" % re.escape(tray), said) for tray in away):
             self.fail(AWAY, "%s counted a tray out of service as left out: %s" % (outcome.run_id, said))
-        changed = files_changed(before, bed.snapshot())
+        # A refusal speaks of its own wave: the domains of the waves before it were written, restarted and proven
+        # (judged), and their reports say so.
+        changed = [tray for tray in files_changed(before, after or bed.snapshot())
+                   if self.domain_of(tray) not in outcome.verdicts]
         if outcome.refused and outcome.stopped_at != "prove":
             told = told_written(outcome.problems)
             if outcome.stopped_at in ("preflight", "lock", "read"):
@@ -187,10 +202,11 @@ class Explorer:
             elif told is None or sorted(told) != changed:
                 self.fail(WRITTEN, "%s wrote %s and said %r" % (outcome.run_id, changed, said))
             for problem in outcome.problems:
-                if not any(name in problem for name in self.trays + ["domain " + bed.domain]):
+                if not any(name in problem for name in self.trays + ["domain " + name for name in bed.domains]):
                     self.fail(NAMED, "%s: %r" % (outcome.run_id, problem))
+        starting = {self.domain_of(tray) for tray in outcome.started}
         peers = [tray for tray in in_service if tray in play and tray not in outcome.started + outcome.restarted
-                 and bed.trays[tray].running and bed.trays[tray].reachable]
+                 and self.domain_of(tray) in starting and bed.trays[tray].running and bed.trays[tray].reachable]
         if outcome.started and not set(peers) <= set(outcome.reconnected):
             self.fail(RECONNECT, "%s started %s; its running peers %s reconnected only %s"
                       % (outcome.run_id, outcome.started, peers, outcome.reconnected))
@@ -203,13 +219,13 @@ class Explorer:
             on_disk = {tray: bed.snapshot()[tray] for tray in self.trays}
             node_lists = {checksum for files in on_disk.values() for path, checksum in files.items()
                           if path.endswith("nodes_config.cfg")}
-            if running != on_disk or len(node_lists) != 1:
+            if running != on_disk or len(node_lists) != len(bed.domains):
                 self.fail(AWAY, "%s left the domain unconverged: running %s, on disk %s" % (outcome.run_id, running, on_disk))
 
 
-def explore(seed, steps=STEPS, until=None):
+def explore(seed, steps=STEPS, until=None, racks=1):
     """The explorer after ``steps`` steps, or after the first that breaks the invariant ``until``."""
-    explorer = Explorer(seed)
+    explorer = Explorer(seed, racks)
     for _step in range(steps):
         explorer.one()
         if until and any(found == until for _step, found, _detail in explorer.violations):
@@ -217,12 +233,15 @@ def explore(seed, steps=STEPS, until=None):
     return explorer
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_random_sequences_keep_every_invariant(seed):
-    explorer = explore(seed)
-    assert explorer.violations == []
-    # A sequence that never refused, restarted or met a lock would have proven nothing of those.
-    assert {"preflight", "lock", "read", "restart", "guard", "none", "start"} <= explorer.seen, explorer.seen
+@pytest.mark.parametrize("racks", RACKS)
+def test_random_sequences_keep_every_invariant(racks):
+    seen = set()
+    for seed in SEEDS:
+        explorer = explore(seed, racks=racks)
+        assert explorer.violations == [], seed
+        seen |= explorer.seen
+    # Sequences that never refused, restarted or met a lock would have proven nothing of those.
+    assert {"preflight", "lock", "read", "restart", "guard", "none", "start"} <= seen, seen
 
 
 # --- each invariant seen failing on a plan altered on purpose ---------------------------------------
@@ -313,11 +332,13 @@ ALTERATIONS = [
 ]
 
 
+@pytest.mark.parametrize("racks", RACKS)
 @pytest.mark.parametrize(("alter", "invariant"), ALTERATIONS,
                          ids=lambda value: value if isinstance(value, str) else value.__name__)
-def test_each_invariant_fails_on_a_plan_altered_on_purpose(monkeypatch, alter, invariant):
+def test_each_invariant_fails_on_a_plan_altered_on_purpose(monkeypatch, alter, invariant, racks):
     alter(monkeypatch)
-    found = {found_invariant for _step, found_invariant, _detail in explore(SEEDS[0], until=invariant).violations}
+    found = {found_invariant for _step, found_invariant, _detail
+             in explore(SEEDS[0], until=invariant, racks=racks).violations}
     assert invariant in found, found
 
 
