@@ -14,13 +14,13 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils._domain import buil
 from ansible_collections.rackscale.imex.plugins.plugin_utils._option_table import convert_option
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import node_names
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import NODES_PATH
 from ansible_collections.rackscale.imex.tests.unit.plugins.tls_material import material
 
 T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
 ALL = [T1, T2, T3]
 NAMES = {"imex_node_names": True}
 SLOTS = ["rack1-slot-00", "rack1-slot-01", "rack1-slot-02"]
-NODE_LIST = "/etc/nvidia-imex/nodes_config.cfg"
 NEW_ADDRESS = "198.18.1.99"
 ADDRESS_2 = "198.18.1.12"  # rack1-tray02 before its swap
 
@@ -64,7 +64,7 @@ def test_turning_names_on_restarts_the_domain_once_with_slot_names_and_a_hosts_b
     assert first.written == {tray: ["node list", "hosts block"] for tray in ALL}
     assert first.restarted == ALL and first.verdicts == {bed.domain: "healthy"}
     for tray in ALL:
-        assert bed.trays[tray].files[NODE_LIST]["content"] == "".join(slot + "\n" for slot in SLOTS)
+        assert bed.trays[tray].files[NODES_PATH]["content"] == "".join(slot + "\n" for slot in SLOTS)
         assert block_of(bed, tray) == [[address, slot] for address, slot in zip(bed.model["domains"]["rack1"]["addresses"], SLOTS)]
         # Everything outside the block is as it was.
         assert bed.trays[tray].hosts.startswith(split(bed.trays[tray].hosts)[0]) and "ip6-allrouters" in bed.trays[tray].hosts
@@ -87,7 +87,7 @@ def test_turning_names_off_restarts_with_addresses_and_removes_the_block():
     off = run(bed)
     assert off.restarted == ALL and off.written == {tray: ["node list", "hosts block"] for tray in ALL}
     assert all(split(bed.trays[tray].hosts)[1] is None for tray in ALL)
-    assert bed.trays[T1].files[NODE_LIST]["content"].splitlines() == bed.model["domains"]["rack1"]["addresses"]
+    assert bed.trays[T1].files[NODES_PATH]["content"].splitlines() == bed.model["domains"]["rack1"]["addresses"]
 
 
 # --- a swapped tray: the hosts blocks change, the node list does not: no restart ---------------------
@@ -105,7 +105,7 @@ def test_a_swapped_tray_takes_its_slot_the_peers_reconnect_and_keep_their_instan
     assert swap.verdicts == {bed.domain: "healthy"}
     for tray in ALL:
         assert block_of(bed, tray)[1] == [NEW_ADDRESS, SLOTS[1]]
-        assert bed.trays[tray].files[NODE_LIST]["content"] == "".join(slot + "\n" for slot in SLOTS)
+        assert bed.trays[tray].files[NODES_PATH]["content"] == "".join(slot + "\n" for slot in SLOTS)
     restart_plan = dict(swap.plans)["restart"]
     assert restart_plan["trays"][T1]["reconnect"] == ("new addresses of slot names in /etc/hosts (written on %s)"
                                                       % ", ".join(ALL))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
-from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import TLS_PEM
+from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import NODES_PATH, TLS_PEM
 
 T1, T2, T3 = "rack1-tray01", "rack1-tray02", "rack1-tray03"
 ALL = [T1, T2, T3]
@@ -191,7 +191,6 @@ def test_the_first_lock_tray_unreachable_stops_the_run_until_it_is_marked_out_of
 
 # Two racks, each its own domain, rolled one wave after the other.
 RACK2 = ["rack2-tray01", "rack2-tray02", "rack2-tray03"]
-NODE_LIST = "/etc/nvidia-imex/nodes_config.cfg"
 
 
 def test_a_node_list_edited_behind_our_back_is_rewritten_and_restarts_that_rack_only():
@@ -200,11 +199,11 @@ def test_a_node_list_edited_behind_our_back_is_rewritten_and_restarts_that_rack_
     operator's pre-restart tasks run for that wave only), proves it, and leaves the other rack alone."""
     bed = Bed(racks=2)
     edited = bed.trays[T2]
-    lines = edited.files[NODE_LIST]["content"].splitlines(True)
-    edited.write(NODE_LIST, "".join([lines[1], lines[0]] + lines[2:]))
+    lines = edited.files[NODES_PATH]["content"].splitlines(True)
+    edited.write(NODES_PATH, "".join([lines[1], lines[0]] + lines[2:]))
     edited.start()
     rack2_before = {tray: bed.trays[tray].started for tray in RACK2}
-    assert edited.runs[NODE_LIST] != bed.trays[T1].runs[NODE_LIST]
+    assert edited.runs[NODES_PATH] != bed.trays[T1].runs[NODES_PATH]
     waves_with_restarts = []
     repaired = run(bed, pre_restart=lambda _run, wave: waves_with_restarts.append(wave))
     assert (repaired.written, repaired.restarted, repaired.started) == ({T2: ["node list"]}, ALL, []), repaired.problems
