@@ -160,6 +160,13 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  slurmd_version:
+    description:
+      - Also report the release of this tray's C(slurmd) (C(slurmd -V), which does not ask C(slurmctld)) in
+        RV(slurmd_version).
+    type: bool
+    default: false
+    version_added: 0.4.0
   channel_count:
     description:
       - Also report the loaded driver's C(NVreg_ImexChannelCount) in RV(channel_count), read from the
@@ -618,16 +625,10 @@ slurm_config:
       version: 24.11.5
       prolog_timeout: null
       epilog_timeout: null
-    slurmd_version: 24.11.5
   contains:
     installed:
       description: Whether C(scontrol) is installed; without it RV(slurm_config.config) and RV(slurm_config.error) are V(null).
       type: bool
-    slurmd_version:
-      description:
-        - The release of this tray's C(slurmd) (C(slurmd -V)), for example V(26.05.5); V(null) when C(slurmd) is not
-          installed or did not say. The per-job program applies the job-exclusivity rule of this release.
-      type: str
     error:
       description:
         - 'Why there is no configuration although C(scontrol) is installed, in one line of at most 300
@@ -643,6 +644,14 @@ slurm_config:
           an epilog, C(PrologTimeout) or C(EpilogTimeout) where the release has them, else C(PrologEpilogTimeout);
           V(null) when unlimited).
       type: dict
+slurmd_version:
+  description:
+    - The release of this tray's C(slurmd) (C(slurmd -V)), for example V(26.05.5); V(null) when C(slurmd) is not
+      installed or did not say. The per-job program applies the job-exclusivity rule of this release.
+  returned: when O(slurmd_version) is true
+  type: str
+  version_added: 0.4.0
+  sample: 24.11.5
 hosts_block:
   description: The managed block of slot names of O(hosts_file).
   returned: when O(hosts_file) is given
@@ -946,10 +955,9 @@ def slurmd_version(module, runner):
 
 
 def slurm_config(module, runner):
-    """{installed, config, error, slurmd_version}: what scontrol show config says of the IMEX channels and the
-    prologs, and this tray's slurmd release."""
+    """{installed, config, error}: what scontrol show config says of the IMEX channels and the prologs."""
     scontrol = module.get_bin_path('scontrol', opt_dirs=['/usr/bin', '/usr/local/bin'])
-    found = dict(installed=bool(scontrol), config=None, error=None, slurmd_version=slurmd_version(module, runner))
+    found = dict(installed=bool(scontrol), config=None, error=None)
     if not scontrol:
         return found
     rc, out, err, hung = runner.run([scontrol, 'show', 'config'], _SYSTEMCTL_TIMEOUT_SECONDS)
@@ -1055,6 +1063,7 @@ def main():
             slurm_state=dict(type='bool', default=False),
             slurm_node_name=dict(type='str'),
             slurm_config=dict(type='bool', default=False),
+            slurmd_version=dict(type='bool', default=False),
             channel_count=dict(type='bool', default=False),
             channel_count_paths=dict(type='list', elements='path', default=list(CHANNEL_COUNT_PATHS)),
             imex_version=dict(type='bool', default=False),
@@ -1136,6 +1145,8 @@ def main():
         result['slurm_state'] = result['slurm']['state']
     if params['slurm_config']:
         result['slurm_config'] = slurm_config(module, runner)
+    if params['slurmd_version']:
+        result['slurmd_version'] = slurmd_version(module, runner)
     if params['channel_count']:
         result['channel_count'] = channel_count(params['channel_count_paths'])
     if params['hosts_file']:

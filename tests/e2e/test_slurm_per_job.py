@@ -26,6 +26,7 @@ broken pair names the domain and the pair) are unit tests on recorded output (te
 """
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import time
@@ -45,6 +46,7 @@ PER_JOB = {"imex_mode": "slurm_per_job"}
 PROBE = dict(PER_JOB, imex_slurm_probe_partition="gpu")
 NODE_LIST = "/run/nvidia-imex/nodes_config.cfg"
 PROGRAM = "90-rackscale-imex"
+JOB_MAP = "/etc/rackscale-imex/slurm-job.json"
 JOB_ENV_DIR = "/run/slurm-job-env"     # where the bed's site prolog and epilog record their environment
 # What each job step prints: its node, the node list the prolog wrote, this node's view of the domain.
 LOOK = ("echo NODE $(hostname); echo LIST $(cat %s | tr '\\n' ' '); "
@@ -176,8 +178,11 @@ def all_trays(bed):
 class TestInstallation:
     GENERATIONS = FIRST_GENERATION_ONLY
 
-    def test_every_tray_holds_the_scripts_the_map_and_a_service_left_to_the_prolog(self, bed):
+    def test_every_tray_holds_the_scripts_the_map_and_a_service_left_to_the_prolog(self, bed, generation):
         for tray in all_trays(bed):
+            # The map holds the tray's own slurmd release (its read's slurmd -V), whose rule the program applies.
+            job_map = json.loads(on(bed, tray, "cat", JOB_MAP).stdout)
+            assert str(job_map["slurm_version"]).startswith(generation + "."), (tray, job_map["slurm_version"])
             for directory in ("/etc/slurm/prolog.d", "/etc/slurm/epilog.d"):
                 mode = on(bed, tray, "stat", "-c", "%a %U %G", "%s/%s" % (directory, PROGRAM)).stdout.split()
                 assert mode == ["755", "root", "root"], (tray, directory, mode)

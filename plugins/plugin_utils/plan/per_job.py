@@ -143,7 +143,7 @@ def plan_tray(name, domain, tray, entry, options, read, names, script_sha256, co
     service = domain.service
     paths = entry.slurm_job_paths
     nodes = [(names[member], address) for member, address in zip(domain.trays, domain.addresses)]
-    entry.slurm_map = slurm_job_map(name, nodes, names[tray], options, read.get("slurm_config", {}).get("slurmd_version"))
+    entry.slurm_map = slurm_job_map(name, nodes, names[tray], options, read.get("slurmd_version"))
     entry.slurm_node_name = names[tray]
     differs = per_job_drift(read, paths, entry.slurm_map, script_sha256)
     state = read.service(service)

@@ -211,5 +211,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             # Where the collection writes the node list, its read reads the block of slot names (to write
             # it, or to remove one left from before names were switched off).
             read_hosts=HOSTS_PATH if mode.writes_node_list else "",
+            # slurmctld's configuration is one for the domain: asked once, by its leader, not by every tray.
+            read_slurm_config=tray == run.domains[name].leader,
         )
     return run

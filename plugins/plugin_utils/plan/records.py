@@ -52,7 +52,8 @@ class TrayRead:
     compute_apps: Optional[list] = UNSET  # GPU compute processes; None when unreadable
     slurm: dict = UNSET                  # {installed, node, state, error}
     slurm_state: Optional[str] = UNSET   # an older read's Slurm node state
-    slurm_config: dict = UNSET           # {installed, config, error, slurmd_version}
+    slurm_config: dict = UNSET           # {installed, config, error}: on the tray that reads it for its domain
+    slurmd_version: Optional[str] = UNSET  # the tray's slurmd release (per job)
     channels: dict = UNSET               # {channel: imex_channel's check-mode result}
     channel_count: dict = UNSET          # {value, source}
     channel_major: Optional[int] = UNSET
@@ -107,6 +108,7 @@ class Tray:
     pre_restart_hook: bool = UNSET       # imex_pre_restart_tasks names a task file
     post_restart_hook: bool = UNSET      # imex_post_restart_tasks names a task file
     read_hosts: str = UNSET              # the hosts file its read reads for the block of slot names ("": none)
+    read_slurm_config: bool = UNSET      # its read asks slurmctld's configuration for its domain (its leader)
     # read
     write_nodes: bool = UNSET
     write_config: bool = UNSET

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
-"""Slurm's IMEX channel plugin (switch/nvidia_imex), as scontrol show config tells it on each tray, against
-the mode, the role's channel options and the driver's channel count."""
+"""Slurm's IMEX channel plugin (switch/nvidia_imex), as scontrol show config tells it (slurmctld's configuration,
+asked once per domain by its leader), against the mode, each tray's channel options and its driver's channel count."""
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.module_utils._slurm import SWITCH_NVIDIA_IMEX, release
@@ -54,11 +54,11 @@ def _channel_count_issues(slurm_version, plugin_count, count, source):
                                               count, source, where % (count, plugin_count))], []
 
 
-def _tray_slurm_issues(options, read, entry):
-    """([problem], [warning]) of one tray, each a sentence without the tray's name."""
+def _tray_slurm_issues(options, found, read, entry):
+    """([problem], [warning]) of one tray, each a sentence without the tray's name. found: slurmctld's
+    configuration as its domain's read of it gave it (None where none was read)."""
     mode = modes.of(options["imex_mode"])
     asks_channels = bool(options.get("imex_channel0")) or bool(options.get("imex_channels"))
-    found = read.get("slurm_config")
     problems, warnings = [], []
     if not isinstance(found, dict):
         return problems, warnings
@@ -106,6 +106,15 @@ def _tray_slurm_issues(options, read, entry):
     return problems, warnings
 
 
+def _domain_slurm_config(run, domain, reads):
+    """slurmctld's configuration as the read of the domain's tray that asked for it gave it; None when that
+    tray's read has none (ssh did not reach it: the run stops for that)."""
+    for tray in domain.trays_in_run:
+        if run.trays[tray].read_slurm_config:
+            return TrayRead.of(reads.get(tray)).get("slurm_config")
+    return None
+
+
 def slurm_channel_checks(run, tray_options, reads):
     """([problem], [warning]) of the run's trays against Slurm's configuration and the driver's channel count.
 
@@ -115,9 +124,10 @@ def slurm_channel_checks(run, tray_options, reads):
     problems, warnings = [], []
     for name, domain in sorted(run.domains.items()):
         refused, warned, counts = {}, {}, {}
+        config = _domain_slurm_config(run, domain, reads)
         for tray in domain.trays_in_run:
             read = TrayRead.of(reads.get(tray))
-            found, said = _tray_slurm_issues(tray_options[tray], read, run.trays[tray])
+            found, said = _tray_slurm_issues(tray_options[tray], config, read, run.trays[tray])
             for sentence in found:
                 refused.setdefault(sentence, []).append(tray)
             for sentence in said:

@@ -728,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{exc}\n{USAGE}")
         return 1
     if options.show_version:
-        print(f"IMEX version is: {testbed.imex_version()}")
+        print(testbed.imex_version_line())
         return 0
     try:
         config = ImexConfig.load(options.config_path)

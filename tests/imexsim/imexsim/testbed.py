@@ -36,6 +36,11 @@ def imex_version() -> str:
     return version or DEFAULT_VERSION
 
 
+def imex_version_line() -> str:
+    """What ``nvidia-imex --version`` prints."""
+    return f"IMEX version is: {imex_version()}"
+
+
 def driver_version() -> str:
     """The loaded driver's release: the driver_version knob, else the installed IMEX release (a
     tray normally runs the nvidia-imex package of its driver's release)."""

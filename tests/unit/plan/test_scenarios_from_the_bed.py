@@ -152,8 +152,8 @@ def with_the_slurm_beds_config(bed):
     with open(os.path.join(SAMPLES, "slurm", "show_config_per_job_bed.txt"), encoding="utf-8") as handle:
         config = _slurm.channel_plugin_config(_slurm.parse_show_config(handle.read()))
     for tray in bed.trays.values():
-        tray.template["slurm_config"] = {"installed": True, "config": config, "error": None,
-                                         "slurmd_version": config["version"]}
+        tray.template["slurm_config"] = {"installed": True, "config": config, "error": None}
+        tray.template["slurmd_version"] = config["version"]
     return bed
 
 

@@ -537,7 +537,7 @@ def _slurm_read(run, answer, bins=None, **args):
 def test_slurms_channel_plugin_and_prologs_are_read_from_one_show_config(run):
     ok, result, calls = _slurm_read(run, (0, read_sample('slurm', 'show_config_two_prologs_count1024_no_alloc.txt'), ''))
     assert ok and calls == [[TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'config']]
-    assert result['slurm_config'] == {'installed': True, 'error': None, 'slurmd_version': None, 'config': {
+    assert result['slurm_config'] == {'installed': True, 'error': None, 'config': {
         'switch_type': 'switch/nvidia_imex', 'switch_parameters': 'imex_channel_count=1024', 'imex_channel_count': 1024,
         'prolog_flags': [], 'prolog': ['/etc/slurm/prolog.sh', '/etc/slurm/prolog.d/*'],
         'epilog': ['/etc/slurm/epilog.sh'], 'version': '24.11.5', 'prolog_timeout': None, 'epilog_timeout': None}}
@@ -550,13 +550,23 @@ def test_slurms_channel_plugin_and_prologs_are_read_from_one_show_config(run):
     ((124, '', ''), None),
     ((0, 'garbage\n', ''), None),
 ])
-def test_the_trays_own_slurmd_release_is_read_beside_slurmctlds_configuration(run, answer, version):
-    def answers(cmd):
-        return answer if cmd[-1] == '-V' else (0, read_sample('slurm', 'show_config_per_job_bed.txt'), '')
-    ok, result, calls = _slurm_read(run, answers, bins={'timeout': TIMEOUT, 'scontrol': SCONTROL, 'slurmd': SLURMD})
-    assert ok and [TIMEOUT, '-k', '5', '30', SLURMD, '-V'] in calls
-    assert result['slurm_config']['slurmd_version'] == version
-    assert result['slurm_config']['config']['version'] == '24.11.5'
+def test_the_trays_own_slurmd_release_is_read_without_asking_slurmctld(run, answer, version):
+    ok, result, calls = run({'fabric': False, 'slurmd_version': True}, answer,
+                            bins={'timeout': TIMEOUT, 'scontrol': SCONTROL, 'slurmd': SLURMD})
+    assert ok and calls == [[TIMEOUT, '-k', '5', '30', SLURMD, '-V']]
+    assert result['slurmd_version'] == version and 'slurm_config' not in result
+
+
+def test_slurmctlds_configuration_is_read_without_the_trays_slurmd_release(run):
+    ok, result, calls = _slurm_read(run, (0, read_sample('slurm', 'show_config_per_job_bed.txt'), ''),
+                                    bins={'timeout': TIMEOUT, 'scontrol': SCONTROL, 'slurmd': SLURMD})
+    assert ok and calls == [[TIMEOUT, '-k', '5', '30', SCONTROL, 'show', 'config']]
+    assert result['slurm_config']['config']['version'] == '24.11.5' and 'slurmd_version' not in result
+
+
+def test_without_slurmd_its_release_is_null_and_nothing_runs(run):
+    ok, result, calls = run({'fabric': False, 'slurmd_version': True}, (0, '', ''), bins={'timeout': TIMEOUT})
+    assert ok and calls == [] and result['slurmd_version'] is None
 
 
 @pytest.mark.parametrize('answer, error', [
@@ -568,12 +578,12 @@ def test_the_trays_own_slurmd_release_is_read_beside_slurmctlds_configuration(ru
 ])
 def test_a_slurm_config_that_cannot_be_read_is_said_and_the_read_succeeds(run, answer, error):
     ok, result, _calls = _slurm_read(run, answer)
-    assert ok and result['slurm_config'] == {'installed': True, 'config': None, 'error': error, 'slurmd_version': None}
+    assert ok and result['slurm_config'] == {'installed': True, 'config': None, 'error': error}
 
 
 def test_without_scontrol_the_slurm_config_is_not_installed(run):
     ok, result, calls = _slurm_read(run, (0, '', ''), bins={'timeout': TIMEOUT})
-    expected = {'installed': False, 'config': None, 'error': None, 'slurmd_version': None}
+    expected = {'installed': False, 'config': None, 'error': None}
     assert ok and calls == [] and result['slurm_config'] == expected
 
 

@@ -191,12 +191,27 @@ def test_a_prolog_without_prologs_at_all_is_said_so():
 
 def test_an_unreachable_slurmctld_is_a_warning_and_nothing_is_refused():
     error = "scontrol show config failed (rc 1): " + UNREACHABLE
-    model, options, plan, reads = per_job(by_tray_read={"a2": {"slurm_config": slurm_config(error=error)}})
+    model, options, plan, reads = per_job(by_tray_read={"a1": {"slurm_config": slurm_config(error=error)}})
     plan = after(model, options, plan, reads)
     assert plan["warnings"] == [
-        "domain rackA, tray a2: Slurm's configuration could not be read (scontrol show config failed (rc 1): "
+        "domain rackA, trays a1, a2, a3: Slurm's configuration could not be read (scontrol show config failed (rc 1): "
         "slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)): slurm.conf is not checked "
         "against the IMEX channels and the per-job prolog"]
+
+
+def test_slurmctlds_configuration_is_asked_once_per_domain_by_its_leader():
+    model, options, plan, reads = per_job()
+    assert [tray for tray, entry in plan["trays"].items() if entry["read_slurm_config"]] == ["a1"]
+    # Under --limit, the first tray in the play asks.
+    limited = preflight(model, {tray: options[tray] for tray in ("a2", "a3")}, play_hosts=["a2", "a3"])
+    assert [tray for tray, entry in limited["trays"].items() if entry["read_slurm_config"]] == ["a2"]
+    # Only the leader's read holds it, and it stands for every tray of the domain.
+    for tray in ("a2", "a3"):
+        del reads[tray]["slurm_config"]
+    reads["a1"]["slurm_config"] = slurm_config("show_config_default.txt")
+    problems = refused(after, model, options, plan, reads)
+    assert any(problem.startswith("domain rackA, trays a1, a2, a3: imex_mode=slurm_per_job, but Slurm's SwitchType "
+                                  "is not set") for problem in problems), problems
 
 
 def test_outside_slurm_a_tray_without_a_slurm_cluster_says_nothing():
