@@ -107,24 +107,27 @@ def _tray_slurm_issues(options, found, read, entry):
 
 
 def _domain_slurm_config(run, domain, reads):
-    """slurmctld's configuration as the read of the domain's tray that asked for it gave it; None when that
-    tray's read has none (ssh did not reach it: the run stops for that)."""
-    for tray in domain.trays_in_run:
-        if run.trays[tray].read_slurm_config:
-            return TrayRead.of(reads.get(tray)).get("slurm_config")
-    return None
+    """(the tray that asks slurmctld for the domain, its read's answer): None when that read has none (ssh did
+    not reach the tray)."""
+    reader = next((tray for tray in domain.trays_in_run if run.trays[tray].read_slurm_config), None)
+    return reader, TrayRead.of(reads.get(reader)).get("slurm_config") if reader else None
 
 
 def slurm_channel_checks(run, tray_options, reads):
     """([problem], [warning]) of the run's trays against Slurm's configuration and the driver's channel count.
 
     Each sentence names its domain and trays, and the slurm.conf line or option to change. A configuration
-    that cannot be read (slurmctld unreachable) is a warning, not a refusal.
+    that cannot be read (slurmctld unreachable, or the tray that asks it for the domain not reached) is a
+    warning, not a refusal.
     """
     problems, warnings = [], []
     for name, domain in sorted(run.domains.items()):
         refused, warned, counts = {}, {}, {}
-        config = _domain_slurm_config(run, domain, reads)
+        reader, config = _domain_slurm_config(run, domain, reads)
+        if config is None and modes.of(domain.mode).slurm_owns_channels:
+            warnings.append("domain %s: Slurm's configuration was not read (its tray %s, which asks slurmctld for the "
+                            "domain, was not reached): slurm.conf is not checked against imex_mode=%s"
+                            % (name, reader, domain.mode))
         for tray in domain.trays_in_run:
             read = TrayRead.of(reads.get(tray))
             found, said = _tray_slurm_issues(tray_options[tray], config, read, run.trays[tray])

@@ -16,6 +16,7 @@ from ansible_collections.rackscale.imex.plugins.module_utils._slurm import (
 )
 from ansible_collections.rackscale.imex.plugins.modules import imex_slurm_probe
 from ansible_collections.rackscale.imex.plugins.plugin_utils import plan as run_plan
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import records
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import (
     model_of,
     options_of,
@@ -212,6 +213,16 @@ def test_slurmctlds_configuration_is_asked_once_per_domain_by_its_leader():
     problems = refused(after, model, options, plan, reads)
     assert any(problem.startswith("domain rackA, trays a1, a2, a3: imex_mode=slurm_per_job, but Slurm's SwitchType "
                                   "is not set") for problem in problems), problems
+
+
+def test_a_domain_whose_asking_tray_was_not_reached_is_said_unchecked():
+    """A run stops at the fabric gate for a tray it did not reach; the check says so on its own all the same."""
+    _model, options, plan, reads = per_job()
+    reads["a1"] = {"unreachable": True, "msg": "Failed to connect to the host via ssh"}
+    problems, warnings = run_plan.slurm_conf.slurm_channel_checks(records.from_register(plan), options, reads)
+    assert problems == [] and warnings == [
+        "domain rackA: Slurm's configuration was not read (its tray a1, which asks slurmctld for the domain, was not "
+        "reached): slurm.conf is not checked against imex_mode=slurm_per_job"]
 
 
 def test_outside_slurm_a_tray_without_a_slurm_cluster_says_nothing():
