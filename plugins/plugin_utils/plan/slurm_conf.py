@@ -54,25 +54,25 @@ def _channel_count_issues(slurm_version, plugin_count, count, source):
                                               count, source, where % (count, plugin_count))], []
 
 
-def _tray_slurm_issues(options, found, read, entry):
-    """([problem], [warning]) of one tray, each a sentence without the tray's name. found: slurmctld's
+def _tray_slurm_issues(options, slurm_config, read, entry):
+    """([problem], [warning]) of one tray, each a sentence without the tray's name. slurm_config: slurmctld's
     configuration as its domain's read of it gave it (None where none was read)."""
     mode = modes.of(options["imex_mode"])
     asks_channels = bool(options.get("imex_channel0")) or bool(options.get("imex_channels"))
     problems, warnings = [], []
-    if not isinstance(found, dict):
+    if not isinstance(slurm_config, dict):
         return problems, warnings
-    if not found.get("installed"):
+    if not slurm_config.get("installed"):
         if mode.slurm_owns_channels:
             warnings.append("scontrol is not installed: slurm.conf is not checked against imex_mode=%s (SwitchType, "
                             "the channel count%s)" % (mode.name, "".join(", " + what for what in mode.slurm_conf_checks)))
         return problems, warnings
-    config = found.get("config")
-    if found.get("error") or not isinstance(config, dict):
+    config = slurm_config.get("config")
+    if slurm_config.get("error") or not isinstance(config, dict):
         # Outside the Slurm modes, an scontrol that finds no cluster (no configuration source) is no cluster.
-        if mode.slurm_owns_channels or (asks_channels and _unreachable(found.get("error"))):
+        if mode.slurm_owns_channels or (asks_channels and _unreachable(slurm_config.get("error"))):
             warnings.append("Slurm's configuration could not be read (%s): slurm.conf is not checked against the IMEX "
-                            "channels%s" % (found.get("error") or "no answer",
+                            "channels%s" % (slurm_config.get("error") or "no answer",
                                             " and the per-job prolog" if mode.slurm_conf_checks else ""))
         return problems, warnings
     owns = config.get("switch_type") == SWITCH_NVIDIA_IMEX
@@ -95,22 +95,15 @@ def _tray_slurm_issues(options, found, read, entry):
             warnings.append("SwitchParameters=%s in slurm.conf gives no whole number for imex_channel_count: the "
                             "channel count is not checked" % config.get("switch_parameters"))
         elif count is not None:
-            found, said = _channel_count_issues(config.get("version"), plugin_count, count,
-                                                (read.get("channel_count") or {}).get("source"))
-            problems.extend(found)
+            refusals, said = _channel_count_issues(config.get("version"), plugin_count, count,
+                                                   (read.get("channel_count") or {}).get("source"))
+            problems.extend(refusals)
             warnings.extend(said)
         elif mode.slurm_owns_channels:
             warnings.append("the driver's NVreg_ImexChannelCount could not be read (driver not loaded?): its match with "
                             "Slurm's imex_channel_count=%d is not checked" % plugin_count)
     problems.extend(mode.slurm_conf_problems(config, entry, options))
     return problems, warnings
-
-
-def _domain_slurm_config(run, domain, reads):
-    """(the tray that asks slurmctld for the domain, its read's answer): None when that read has none (ssh did
-    not reach the tray)."""
-    reader = next((tray for tray in domain.trays_in_run if run.trays[tray].read_slurm_config), None)
-    return reader, TrayRead.of(reads.get(reader)).get("slurm_config") if reader else None
 
 
 def slurm_channel_checks(run, tray_options, reads):
@@ -123,11 +116,12 @@ def slurm_channel_checks(run, tray_options, reads):
     problems, warnings = [], []
     for name, domain in sorted(run.domains.items()):
         refused, warned, counts = {}, {}, {}
-        reader, config = _domain_slurm_config(run, domain, reads)
+        # Asked of slurmctld by the domain's leader alone (its Tray.read_slurm_config); none where ssh did not reach it.
+        config = TrayRead.of(reads.get(domain.leader)).get("slurm_config")
         if config is None and modes.of(domain.mode).slurm_owns_channels:
             warnings.append("domain %s: Slurm's configuration was not read (its tray %s, which asks slurmctld for the "
                             "domain, was not reached): slurm.conf is not checked against imex_mode=%s"
-                            % (name, reader, domain.mode))
+                            % (name, domain.leader, domain.mode))
         for tray in domain.trays_in_run:
             read = TrayRead.of(reads.get(tray))
             found, said = _tray_slurm_issues(tray_options[tray], config, read, run.trays[tray])
