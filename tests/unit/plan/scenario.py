@@ -152,11 +152,6 @@ class Clock:
 def another_rack(fixture, number):
     """The recorded state of rack1 as rack ``number`` would record it: its trays' names and addresses, its own
     NVLink partition (each rack is one), its node lists holding its own addresses."""
-    # The files each running daemon loaded as they were (the daemon's record holds their checksums).
-    loaded_as_is = {tray: [path for instance in (read.get("services_instance") or {}).values()
-                           for path, sha in ((instance.get("loaded") or {}).get("files") or {}).items()
-                           if ((read.get("files") or {}).get(path) or {}).get("sha256") == sha]
-                    for tray, read in fixture["reads"].items()}
     text = json.dumps(fixture)
     for old, new in (("rack1-", "rack%d-" % number), ('"rack1"', '"rack%d"' % number),
                      ("198.18.1.", "198.18.%d." % number)):
@@ -170,11 +165,14 @@ def another_rack(fixture, number):
         for found in (read.get("files") or {}).values():
             if found.get("content") is not None:
                 found["sha256"] = _sha(found["content"])
-    for tray, paths in loaded_as_is.items():
-        read = twin["reads"][tray.replace("rack1-", "rack%d-" % number)]
+    # A running daemon's record holds the checksums of the files it loaded: a file it loaded as recorded is the
+    # renamed rack's file as it now is (the reads keep their order through the renaming).
+    for recorded_read, read in zip(fixture["reads"].values(), twin["reads"].values()):
         for instance in (read.get("services_instance") or {}).values():
-            for path in paths:
-                instance["loaded"]["files"][path] = read["files"][path]["sha256"]
+            loaded = (instance.get("loaded") or {}).get("files") or {}
+            for path, sha in loaded.items():
+                if ((recorded_read.get("files") or {}).get(path) or {}).get("sha256") == sha:
+                    loaded[path] = read["files"][path]["sha256"]
     return twin
 
 
