@@ -14,7 +14,8 @@ show READY in a domain with nothing else to do is not started (a start of a runn
 running peers are made to reconnect to it, as before (restart stage). A wave without a worker is included on one
 tray of its domains, its runner, for the wave's run_once tasks (the locks' refresh, the status read, the restart
 plan, the reconnects and the proof): its gates are skipped there. A tray whose channels the first wave ensured in a later
-wave's domain includes that wave too: its handlers run there.
+wave's domain includes that wave too: its handlers run there. When no wave has a worker and no tray a channel to
+ensure, the run's domains make one wave (one_wave).
 
 The order in which the waves run is Ansible's, not the loop's: it runs a looped include's files in the order in
 which the trays' results of the loop came back, a wave placed by the first result that names it. With several
@@ -47,6 +48,9 @@ def plan_waves(run, reads):
     unreachable = set(run.unreachable or [])
     order_waves(run, unreachable)
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
+    if len(run.waves) > 1 and not channels and not any(wave_workers(run, name, reads)
+                                                       for wave in run.waves for name in wave):
+        one_wave(run)
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
     # left in the play); the channels go to the first wave that runs.
     runners = [[tray] if tray else [] for tray in (runner(run, wave, unreachable) for wave in run.waves)]
@@ -68,6 +72,15 @@ def plan_waves(run, reads):
         run.wave_trays.append(trays + extra)
     run.wave_include_throttle = 1 if len(run.waves) > 1 else 0
     return run
+
+
+def one_wave(run):
+    """Every domain in one wave, in the waves' order: the waves pace writes, restarts and starts domain by domain,
+    and the read found none of them to make on any tray. A wave without a worker restarts and starts nothing,
+    so its domains are proven at once, as validate.yml proves them (each wave would pay its lock refresh and
+    its run_once tasks again, and the include of several waves runs one tray at a time)."""
+    run.waves = [[name for wave in run.waves for name in wave]]
+    run.wave_locks = wave_locks(run.locks, run.waves)
 
 
 def runner(run, wave, unreachable):

@@ -49,6 +49,6 @@ def test_a_proof_puts_every_domain_in_one_wave():
 
 def test_the_wave_lists_follow_the_run_lists_whatever_the_register_said():
     # A seeded stale list in a register is derived again from the run's lists on the way out.
-    _model, _options, plan = planned()
+    _model, _options, plan = planned(reads={"a2": {"config": "LOG_LEVEL=4\n"}})
     run = from_register(dict(plan, wave_proofs=[["rackB"], ["rackA"]]))
     assert to_register(run)["wave_proofs"] == [["rackA"], ["rackB"]]

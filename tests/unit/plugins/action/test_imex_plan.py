@@ -423,7 +423,8 @@ def test_restart_gathers_the_writes_of_the_waves_trays_and_the_leaders_status():
 
 
 def test_restart_starts_the_trays_the_status_does_not_show_ready_and_skips_a_proven_domain():
-    task_vars, read = read_stage()
+    # The read found a2's daemon stopped.
+    task_vars, read = read_stage(a2={"services": {SERVICE: "inactive"}, "services_started": {SERVICE: None}})
     plan = read["plan"]
     task_vars = with_plan(task_vars, read)
     task_vars["__imex_wave_status"] = loop(

@@ -164,7 +164,9 @@ def test_under_check_the_start_after_a_stop_is_predicted_as_a_change(check_mode)
 
 
 def test_the_restart_tasks_run_where_a_daemon_restarts_or_only_starts():
-    _model, _options, plan = planned()
+    # The read found a2's config changed by hand and b2's daemon stopped; both domains in one wave.
+    _model, _options, plan = planned(every={"imex_rolling": False},
+                                     reads={"a2": {"config": "LOG_LEVEL=4\n"}, "b2": {"active": False}})
     writes = {"a1": wrote(), "a2": wrote(config=True), "b1": wrote(), "b2": wrote()}
     statuses = all_ready(plan, ["rackA", "rackB"])
     statuses["rackB"] = status_of(plan, "rackB", not_ready=["b2"])

@@ -45,11 +45,29 @@ def _after_read(domains, play_hosts, every=None, unreachable=(), **reads):
     return run_plan.read.after_read(plan, model, options, found, skip_fabric=True)
 
 
-def test_a_converged_run_has_no_worker_and_each_wave_one_runner_of_its_own_domains():
+def test_a_converged_run_proves_every_domain_in_one_wave_on_one_runner():
+    # Nothing to write, restart or start on any tray: no wave has anything to pace, so the run proves its
+    # domains at once, as validate.yml does: one wave, one runner, no lock refresh, the include not throttled.
     _model, _options, plan = planned(domains=THREE_RACKS)
-    assert plan["waves"] == [["rackA"], ["rackB"], ["rackC"]]
-    assert plan["wave_workers"] == [[], [], []] and plan["wave_channels"] == [[], [], []]
-    assert plan["wave_trays"] == [["a1"], ["b1"], ["c1"]]
+    assert plan["waves"] == [["rackA", "rackB", "rackC"]]
+    assert plan["wave_workers"] == [[]] and plan["wave_channels"] == [[]]
+    assert plan["wave_trays"] == [["a1"]]
+    assert plan["wave_locks"] == [[]] and plan["wave_include_throttle"] == 0
+    assert plan["wave_status_reads"] == plan["wave_proofs"] == plan["wave_verdicts"] == [["rackA", "rackB", "rackC"]]
+
+
+def test_a_converged_run_keeps_the_waves_in_the_play_s_order_in_its_one_wave():
+    plan = _after_read(THREE_RACKS, ["c1", "c2", "a1", "a2", "b1", "b2"])
+    assert plan["waves"] == [["rackC", "rackA", "rackB"]] and plan["wave_trays"] == [["c1"]]
+
+
+def test_work_on_one_tray_keeps_a_wave_per_domain():
+    # A write, a pending restart, a stopped daemon or a channel to ensure: the waves pace the domains again.
+    for reads in ({"c2": {"config": "LOG_LEVEL=4\n"}}, {"c1": {"started": BEFORE - 60}}, {"c2": {"active": False}},
+                  {"c2": {"channels": {"0": {"changed": True}}}}):
+        _model, _options, plan = planned(domains=THREE_RACKS, reads=reads)
+        assert plan["waves"] == [["rackA"], ["rackB"], ["rackC"]], reads
+        assert plan["wave_include_throttle"] == 1
 
 
 def test_a_write_on_one_tray_makes_every_reached_tray_of_its_domain_work_in_its_wave_only():
@@ -84,9 +102,12 @@ def test_one_wave_of_every_domain():
 
 
 def test_a_tray_ssh_did_not_reach_neither_works_nor_runs_a_wave():
-    plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], unreachable=["a1"])
+    plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], unreachable=["a1"], b2={"config": "LOG_LEVEL=4\n"})
     assert plan["unreachable"] == ["a1"] and plan["leaving"] == ["a1"]
-    assert plan["wave_workers"] == [[], []] and plan["wave_trays"] == [["a2"], ["b1"]]
+    assert plan["wave_workers"] == [[], ["b1", "b2"]] and plan["wave_trays"] == [["a2"], ["b1", "b2"]]
+    # Converged but for the dark tray: one wave, run by the first tray reached.
+    plan = _after_read(TWO_RACKS, ["a1", "a2", "b1", "b2"], unreachable=["a1"])
+    assert plan["wave_workers"] == [[]] and plan["wave_trays"] == [["a2"]]
 
 
 def test_the_gate_says_once_what_it_skipped():
@@ -102,7 +123,7 @@ def test_the_gate_says_a_fabric_health_remark_naming_its_tray_and_goes_on():
     remark = "GPUs 0-3: fabric health is Unhealthy (Bandwidth: Full)"
     _model, _options, plan = planned(reads={"b2": {"fabric_warnings": [remark]}})
     assert plan["gate_messages"] == ["tray b2: " + remark]
-    assert plan["wave_workers"] == [[], []]
+    assert plan["wave_workers"] == [[]]
 
 
 def test_a_wave_none_of_whose_trays_was_reached_runs_nowhere_and_last():
@@ -152,7 +173,7 @@ def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_w
 
 
 def test_rolling_takes_the_domains_in_the_order_of_their_first_trays_in_the_play_and_locks_by_name():
-    plan = _after_read(TWO_RACKS, ["b1", "b2", "a1", "a2"])
+    plan = _after_read(TWO_RACKS, ["b1", "b2", "a1", "a2"], a2={"config": "LOG_LEVEL=4\n"})
     assert plan["waves"] == [["rackB"], ["rackA"]] and plan["wave_include_throttle"] == 1
     assert [lock["domain"] for lock in plan["locks"]] == ["rackA", "rackA", "rackB", "rackB"]
     assert plan["wave_locks"] == [[], [lock for lock in plan["locks"] if lock["domain"] == "rackA"]]
