@@ -56,7 +56,7 @@ def test_a_converged_run_proves_every_domain_in_one_wave_on_one_runner():
     assert plan["wave_status_reads"] == plan["wave_proofs"] == plan["wave_verdicts"] == [["rackA", "rackB", "rackC"]]
 
 
-def test_a_converged_run_keeps_the_waves_in_the_play_s_order_in_its_one_wave():
+def test_the_one_wave_of_a_converged_run_takes_the_domains_in_the_play_s_order():
     plan = _after_read(THREE_RACKS, ["c1", "c2", "a1", "a2", "b1", "b2"])
     assert plan["waves"] == [["rackC", "rackA", "rackB"]] and plan["wave_trays"] == [["c1"]]
 
