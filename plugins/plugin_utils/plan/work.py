@@ -43,21 +43,23 @@ def wave_workers(run, name, reads):
 
 
 def plan_waves(run, reads):
-    """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index), and the waves in
-    the order they run."""
+    """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index), the waves in
+    the order they run, and the locks each refreshes."""
     unreachable = set(run.unreachable or [])
     order_waves(run, unreachable)
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
-    if len(run.waves) > 1 and not channels and not any(wave_workers(run, name, reads)
-                                                       for wave in run.waves for name in wave):
+    workers_of = [[tray for name in wave for tray in wave_workers(run, name, reads)] for wave in run.waves]
+    if len(run.waves) > 1 and not channels and not any(workers_of):
         one_wave(run)
+        workers_of = [[]]
+    run.wave_locks = wave_locks(run.locks, run.waves)
     # A wave none of whose trays ssh reached is included nowhere (nothing of it runs, as no tray of it is
     # left in the play); the channels go to the first wave that runs.
     runners = [[tray] if tray else [] for tray in (runner(run, wave, unreachable) for wave in run.waves)]
     first = next((index for index, found in enumerate(runners) if found), None)
     run.wave_workers, run.wave_channels, run.wave_trays = [], [], []
     for index, wave in enumerate(run.waves):
-        workers = [tray for name in wave for tray in wave_workers(run, name, reads)]
+        workers = workers_of[index]
         in_wave = list(channels) if index == first else []
         # A tray whose channels the first wave ensured flushes their handlers (a reboot for the channel option,
         # which clears the run's lock under /run) in its own domain's wave, under that wave's lock refresh and
@@ -80,7 +82,6 @@ def one_wave(run):
     so its domains are proven at once, as validate.yml proves them (each wave would pay its lock refresh and
     its run_once tasks again, and the include of several waves runs one tray at a time)."""
     run.waves = [[name for wave in run.waves for name in wave]]
-    run.wave_locks = wave_locks(run.locks, run.waves)
 
 
 def runner(run, wave, unreachable):
@@ -98,7 +99,4 @@ def order_waves(run, unreachable):
         tray = runner(run, wave, unreachable)
         return play.index(tray) if tray else len(play)
 
-    ordered = sorted(run.waves, key=place)
-    if ordered != run.waves:
-        run.waves = ordered
-        run.wave_locks = wave_locks(run.locks, ordered)
+    run.waves = sorted(run.waves, key=place)
