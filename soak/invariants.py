@@ -16,7 +16,7 @@ NODE_ENTRY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:-]*$")
 TEMP_NAME = re.compile(r"(^\..+\.(tmp|new)$)|ansible_tmp")
 # The restart: the handlers the restart task notifies, flushed together.
 RESTART_TASKS = ("Stop IMEX daemon", "Start IMEX daemon")
-LOCK_TASK = "Take the lock of every domain of the run, one domain at a time in a fixed order"
+LOCK_TASK = "Take the lock of every domain the run has something to do on, one domain at a time in a fixed order"
 # The busy guard's read of what runs on a restarting domain's trays, right before their daemons stop.
 GUARD_READ_TASK = "Read what runs on the trays of a restarting domain right before their daemons stop"
 LOCK_CHECK_TASK = "Check that this run still holds the lock of every domain it restarts"
@@ -296,15 +296,22 @@ def locks_after(lock_records, runs, killed_holders, read_on=None):
 def lock_examined(run_events, domain=None):
     """(first, last): the span within which the run's lock stage looked at `domain`'s lock: the
     moment its new lock was written when its item took one (``taken_at``, the lock's own since),
-    else from the start of the lock task to its result; None when the run never reached it."""
+    else from the start of the lock task to its result; None when the run never reached it, or took
+    no lock of `domain` (a run takes the locks of the domains it has something to do on only: its
+    items name the others)."""
+    items_seen, named = False, False
     for event in run_events:
         if event.get("task") != LOCK_TASK or event.get("type") == "task_start":
             continue
         for item in event.get("items") or []:
+            items_seen = True
             name = item.get("item")
             name = name.get("domain") if isinstance(name, dict) else name
+            named = named or name == domain
             if name == domain and item.get("taken_at") is not None:
                 return item["taken_at"], item["taken_at"]
+    if items_seen and not named:
+        return None
     first = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") == "task_start"), None)
     last = next((e["time"] for e in run_events if e.get("task") == LOCK_TASK and e.get("type") != "task_start"), None)
     if first is None:

@@ -338,6 +338,8 @@ def test_a_run_that_started_before_a_killed_lock_went_stale_may_take_it_over_at_
     untaken = lock_stage(start=98.0, examined_at=103.0, took_over=False)
     assert inv.lock_examined(untaken, "rack1") == (102.5, 103.5)
     assert inv.lock_examined([{"type": "task_start", "task": "Plan the run", "time": 1}], "rack1") is None
+    # A run that took only another domain's lock (it had nothing to do on rack1) never looked at rack1's.
+    assert inv.lock_examined(untaken, "rack2") is None
 
 
 # ---------------------------------------------------------------- 6, 7, 8

@@ -205,6 +205,10 @@ class ActionModule(ActionBase):
                             converge=bool(args.get("converge", True)),
                             script_sha256=script_sha256, slurm_names=slurm_names)
 
+    def _reread(self, stage, args, task_vars):
+        """The plan made again from the second read, under the locks: the inputs of the read's."""
+        return self._read(stage, args, task_vars)
+
     def _shipped_sha256(self, name):
         """The checksum of a file the role ships (its files/), as the copy task installs it."""
         try:

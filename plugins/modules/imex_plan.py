@@ -19,8 +19,10 @@ description:
   - "Makes every decision of a run of the role in one place, on the controller, stage by stage
     (O(stage)): the options of each tray with the role's defaults applied on that tray, the domain
     model and the waves; after the read of each tray, the NVLink fabric and version gate, what to
-    write where and which daemons run files older than those on disk; for each wave, which domains
-    restart and why; right before the daemons stop, the busy guard; after the proof, the verdicts."
+    write where, which daemons run files older than those on disk and the locks of the domains with
+    something to do; after the second read of their trays under those locks (O(stage=reread)), all of
+    that again from what they hold then; for each wave, which domains restart and why; right before
+    the daemons stop, the busy guard; after the proof, the verdicts."
   - "O(stage=stopped) runs in the rescue of a run that stopped: from the failed task, the registered
     results of the reads and locks (which alone show a tray ssh did not reach) and the plan so far, it
     decides the stage the run stopped at (a refusal of the plan records where it stopped the run; another
@@ -37,7 +39,7 @@ options:
     description: The stage of the plan to make.
     type: str
     required: true
-    choices: [arguments, preflight, read, restart, guard, verdicts, discover, channels, stopped]
+    choices: [arguments, preflight, read, reread, restart, guard, verdicts, discover, channels, stopped]
   entry_point:
     description:
       - For O(stage=arguments), the entry point of the rackscale.imex.imex role's argument spec to check the
@@ -69,8 +71,9 @@ options:
     elements: str
   converge:
     description:
-      - For O(stage=read), whether the run may change the trays (V(false) for a read-only proof, which
-        refuses no hand-over to the DRA driver and proves every domain, in check mode too).
+      - For O(stage=read) and O(stage=reread), whether the run may change the trays (V(false) for a
+        read-only proof, which takes no lock, refuses no hand-over to the DRA driver and proves every
+        domain, in check mode too).
       - For O(stage=preflight), V(false) puts every domain in one wave (a proof changes nothing, so it does
         not stop at the first unhealthy domain).
     type: bool

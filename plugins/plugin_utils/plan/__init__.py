@@ -9,8 +9,10 @@ domains, its trays, the tray read; converted to and from the register's JSON the
 plan so far and of what the run read since; what differs between imex_mode values is in modes.py, one class
 per mode.
 
-preflight  the tray options, the domain model, the waves, the locks; every option problem.
-read       the one read of each tray: fabric and version gate, what to write, channels, pending restarts, busy.
+preflight  the tray options, the domain model, the waves, the lock trays; every option problem.
+read       the read of each tray: fabric and version gate, what to write, channels, pending restarts, busy; the
+           locks of the domains with something to do.
+reread     the same decisions from the second read of those domains' trays, under their locks.
 restart    one wave, after its writes and its status read: which domains restart (and why), start, reload.
 guard      the busy guard, on what runs on the trays right before their daemons stop.
 verdicts   the verdict of each domain from its proof, as its mode proves it.
@@ -59,6 +61,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import (
     preflight,
     read,
     records,
+    reread,
     restart,
     verdicts,
     writes,
@@ -68,5 +71,5 @@ __all__ = ("LONG_COMMAND_TIMEOUT_S", "PENDING_SLACK_S", "PlanError", "SLURM_JOB_
            "SLURM_JOB_MAP", "SLURM_JOB_SCRIPT", "STAGES", "busy_guard", "busy_reasons", "command_timeout", "convert_option",
            "convert_options", "daemon", "daemon_settings", "daemon_started", "guard", "loaded_record", "lock_problems",
            "modes", "owned_settings", "pending_reload", "pending_restart", "per_job_drift", "per_job_option_problems",
-           "preflight", "read", "records", "release_restart", "restart", "slurm_job_map",
+           "preflight", "read", "records", "release_restart", "reread", "restart", "slurm_job_map",
            "slurm_node_names", "tls_paths", "verdicts", "writes")

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
-"""Stage read, after the one read of each tray: the NVLink fabric and version gate, Slurm's channel plugin,
-what to write on each tray (node list, config, TLS, the per-job installation), the channels to ensure,
-pending restarts and reloads (a daemon older than its files), the busy state seen at the start, and the
-probe jobs of validate.yml."""
+"""Stage read, after the read of each tray: the NVLink fabric and version gate, Slurm's channel plugin, what to
+write on each tray (node list, config, TLS, the per-job installation), the channels to ensure, pending restarts
+and reloads (a daemon older than its files), the busy state seen at the start, the locks to take, and the probe
+jobs of validate.yml. Stage reread makes the same decisions again from the second read, under the locks."""
 from __future__ import annotations
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils._drift import daemon_drift
@@ -25,13 +25,14 @@ FABRIC_SKIPPED = "imex_skip_fabric_check is true: the NVLink fabric identity of 
 
 @registered
 def after_read(run, model, tray_options, reads, shared_partition=False, skip_fabric=False, converge=True,
-               script_sha256=None, slurm_names=None):
-    """The plan after each tray was read once; PlanError with the fabric and version gate's problems.
+               script_sha256=None, slurm_names=None, locked=False):
+    """The plan after each tray was read; PlanError with the fabric and version gate's problems.
 
     converge: the run may change the trays (site.yml); False for a read-only proof (validate.yml),
     which refuses no hand-over and proves every domain, in check mode too.
     script_sha256: the checksum of the per-job program the role ships; slurm_names: {tray: Slurm node
     name} from the inventory, for the trays of a per-job domain that the run does not read.
+    locked: the plan made again from the second read, under the locks the first plan took (after_reread).
     """
     notes = [] if shared_partition else None
     gate = [] if skip_fabric else fabric_problems(model, reads, notes=notes)
@@ -182,4 +183,4 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
     # per-job installations (after their writes).
     run.judge_now = sorted(run.prove_now + [name for name in run.per_job_domains
                                             if not converge or not run.check_mode])
-    return plan_waves(run, reads)
+    return plan_waves(run, reads, converge=converge, locked=locked)

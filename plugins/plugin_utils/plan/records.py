@@ -200,7 +200,7 @@ class Run:
     waves: list = UNSET                  # [[domain]]
     domains: dict = UNSET                # {name: Domain}
     trays: dict = UNSET                  # {name: Tray}
-    locks: list = UNSET                  # [{domain, holder}] in the order they are taken
+    locks: list = UNSET                  # [{domain, holder}] in the order they are taken (read: of the domains with work)
     prove_now: list = UNSET
     restarting: list = UNSET
     verdicts: list = UNSET
@@ -227,6 +227,8 @@ class Run:
     judge_now: list = UNSET
     unreachable: list = UNSET            # trays ssh did not reach for the read: they leave the play
     leaving: list = UNSET                # the trays out of service and those unreachable: they leave the play
+    read_again: list = UNSET             # the trays read again under the locks (those of the domains with work)
+    lock_include_trays: list = UNSET     # the trays that include lock.yml: those leaving and those read again
     # [[tray]] per wave (plan/work.py): the trays that may do something in it, those whose channels it
     # ensures (the first wave), and those that include wave.yml (its workers and channels, else one runner).
     wave_workers: list = UNSET

@@ -28,6 +28,7 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import (
     guard,
     preflight,
     read,
+    reread,
     restart,
     stopped,
     verdicts,
@@ -66,9 +67,9 @@ class RunStage:
 RUN_STAGES = (
     RunStage("arguments"),
     RunStage("preflight"),
-    RunStage("lock", (LOCKS, LOCK_RELEASE, LOCK_LEFT)),
     RunStage("read", (TRAY_READ,)),
     RunStage("gate"),
+    RunStage("lock", (LOCKS, LOCK_RELEASE, LOCK_LEFT)),
     RunStage("channels"),
     RunStage("write", (NODES_RESULT, CONFIG_RESULT, TLS_RESULT)),
     RunStage("restart", (WAVE_STATUS, ACTIVITY, DAEMON_START)),
@@ -99,10 +100,15 @@ class Stage:
 
 STAGES = (
     Stage("arguments", arguments.arguments, {}, "arguments", register=None),
-    # The locks, then the one read of each tray.
-    Stage("preflight", preflight.preflight, {"options": TRAY_OPTIONS}, "preflight", after=("lock", "read")),
-    # The channels, then the first wave's writes.
-    Stage("read", read.after_read, {"options": TRAY_OPTIONS, "read": TRAY_READ}, "gate", after=("channels", "write")),
+    # The read of each tray.
+    Stage("preflight", preflight.preflight, {"options": TRAY_OPTIONS}, "preflight", after=("read",)),
+    # The channels, then the first wave's writes; before them, where the run has work, its locks and the second
+    # read of the trays of their domains.
+    Stage("read", read.after_read, {"options": TRAY_OPTIONS, "read": TRAY_READ}, "gate",
+          after=("channels", "write", "lock", "read")),
+    # The plan made again from the second read, under the locks.
+    Stage("reread", reread.after_reread, {"options": TRAY_OPTIONS, "read": TRAY_READ}, "gate",
+          after=("channels", "write")),
     Stage("restart", restart.restart, {"node list": NODES_RESULT, "config": CONFIG_RESULT, "TLS material": TLS_RESULT,
                                        "status": WAVE_STATUS}, "restart", after=("restart",)),
     # Refuses or lets the restart go on: its task registers nothing (the run stays where the restart stage put it).

@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # Note that this plugin util is PRIVATE to the collection. It can have breaking changes at any time.
 """Part of stage read: which trays take part in each wave, so that a tray with nothing to do pays one skipped
-include for the whole run, not one per gate.
+include for the whole run, not one per gate; and the locks the run takes, those of the domains with something to
+do (take_locks), whose trays it reads again under them.
 
 A wave is included on its workers: the trays that may do something in it, as the read shows them before the
 wave's status read. The channels of every tray are ensured in the first wave (before any wave writes; the first
@@ -42,13 +43,16 @@ def wave_workers(run, name, reads):
     return [tray for tray in reached if TrayRead.of(reads.get(tray)).service(domain.service) != "active"]
 
 
-def plan_waves(run, reads):
+def plan_waves(run, reads, converge=True, locked=False):
     """Set the run's wave_workers, wave_channels and wave_trays ([...] per wave, by its index), the waves in
-    the order they run, and the locks each refreshes."""
+    the order they run, the locks the run takes and those each wave refreshes, and the trays read again under
+    the locks. locked: the plan of the second read, under the locks (their domains stay those taken)."""
     unreachable = set(run.unreachable or [])
     order_waves(run, unreachable)
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     workers_of = [[tray for name in wave for tray in wave_workers(run, name, reads)] for wave in run.waves]
+    if not locked:
+        take_locks(run, workers_of, channels, converge)
     if len(run.waves) > 1 and not channels and not any(workers_of):
         one_wave(run)
         workers_of = [[]]
@@ -74,6 +78,24 @@ def plan_waves(run, reads):
         run.wave_trays.append(trays + extra)
     run.wave_include_throttle = 1 if len(run.waves) > 1 else 0
     return run
+
+
+def take_locks(run, workers_of, channels, converge):
+    """The locks the run takes, after its first read: those of the domains it has something to do on (a worker,
+    or a tray whose channels it ensures), none for a read-only run. The trays of those domains that the read
+    reached are read again under the locks, and the plan is made again from that read (stage reread): another
+    run may have changed them between the first read and the take. A domain with nothing to do is proven from
+    the first read, as validate.yml proves it, without a lock: two runs that write still exclude each other."""
+    working = {run.trays[tray].domain for tray in channels}
+    working.update(run.trays[tray].domain for workers in workers_of for tray in workers)
+    if not converge:
+        working = set()
+    run.locks = [lock for lock in run.locks if lock["domain"] in working]
+    unreachable = set(run.unreachable or [])
+    run.read_again = [tray for tray, entry in run.trays.items() if entry.domain in working
+                      and tray in run.domains[entry.domain].trays_in_run and tray not in unreachable]
+    # The trays that include lock.yml: those leaving the play, and those read again.
+    run.lock_include_trays = list(run.leaving or []) + [tray for tray in run.read_again if tray not in (run.leaving or [])]
 
 
 def one_wave(run):

@@ -4,8 +4,9 @@
 The trays start from recorded reads (reads/*.json: imex_tray_info's results on the simulated rack,
 re-recorded by tools/record-reads) and change as a run changes them: its writes, restarts and starts.
 A run calls the stages of plugin_utils/plan/ in the order the action plugin and the role's
-tasks do (preflight, locks, read, then per wave: writes, status read, restart, pre-restart tasks,
-guard, lock check, restarts, proof, verdicts; the locks released at the end), looked up on the module
+tasks do (preflight, read; where the run has something to do, the locks, the second read and reread; then
+per wave: writes, status read, restart, pre-restart tasks, guard, lock check, restarts, proof, verdicts; the
+locks released at the end), looked up on the module
 at each call, so that a test can alter the plan on purpose (monkeypatch) and see an invariant fail.
 What each stage's Ansible task does on a tray (imex_nodes_config, imex_config, systemd) is what this
 file models; what the plan decides is never modelled here.
@@ -336,27 +337,40 @@ class Run:
         plan = self._stage("preflight", run_plan.preflight.preflight, bed.model, options, self.play, outcome.run_id,
                            check_mode=self.check)
         yield "preflight"
-        for lock in plan["locks"]:
-            holder = bed.trays[lock["holder"]]
-            if not holder.reachable:
-                raise Refused("lock", ["tray %s: unreachable (the lock of domain %s)" % (holder.name, lock["domain"])])
-            owner = bed.locks.get(holder.name)
-            if owner not in (None, outcome.run_id):
-                raise Refused("lock", ["domain %s is locked by %s on %s" % (lock["domain"], owner, holder.name)])
-            if not self.check:
-                bed.locks[holder.name] = outcome.run_id
-                self.taken.append(holder.name)
-        yield "lock"
-        unreachable = [tray for tray in plan["trays"] if not bed.trays[tray].reachable]
-        if unreachable:
-            raise Refused("read", ["tray %s: unreachable" % tray for tray in unreachable])
-        reads = {tray: bed.trays[tray].read(plan["trays"][tray],
-                                            plan["domains"][plan["trays"][tray]["domain"]].get("slot_names") or [])
-                 for tray in plan["trays"]}
+        reads = self._read(plan, plan["trays"])
         plan = self._stage("read", run_plan.read.after_read, plan, bed.model, options, reads)
         yield "read"
+        # lock.yml: the locks of the domains the run has something to do on (none: it takes no lock), then the
+        # second read of their trays and the plan made again from it.
+        if plan["locks"]:
+            for lock in plan["locks"]:
+                holder = bed.trays[lock["holder"]]
+                if not holder.reachable:
+                    raise Refused("lock", ["tray %s: unreachable (the lock of domain %s)" % (holder.name, lock["domain"])])
+                owner = bed.locks.get(holder.name)
+                if owner not in (None, outcome.run_id):
+                    raise Refused("lock", ["domain %s is locked by %s on %s" % (lock["domain"], owner, holder.name)])
+                if not self.check:
+                    bed.locks[holder.name] = outcome.run_id
+                    self.taken.append(holder.name)
+            yield "lock"
+        if plan["read_again"]:
+            reads.update(self._read(plan, plan["read_again"]))
+            plan = self._stage("reread", run_plan.reread.after_reread, plan, bed.model, options, reads)
+            yield "reread"
         for wave in plan["waves"]:
             plan = yield from self._wave(plan, wave, options)
+
+    def _read(self, plan, trays):
+        """read_tray.yml on ``trays``: {tray: its read}. Under site.yml's any_errors_fatal a tray ssh does not reach
+        stops the run at its read."""
+        bed = self.bed
+        unreachable = [tray for tray in trays if not bed.trays[tray].reachable]
+        if unreachable:
+            raise Refused("read", ["tray %s: unreachable" % tray for tray in unreachable])
+        return {tray: bed.trays[tray].read(plan["trays"][tray],
+                                           plan["domains"][plan["trays"][tray]["domain"]].get("slot_names") or [])
+                for tray in trays}
 
     def _wave(self, plan, wave, options):
         bed, outcome = self.bed, self.outcome

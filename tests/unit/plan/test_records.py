@@ -44,7 +44,7 @@ def test_every_key_the_tasks_read_is_a_declared_field(record):
 
 def test_the_register_round_trips_through_the_records_at_every_stage():
     outcome = Run(Bed("healthy"), every={"imex_server_port": 50010}).run()
-    assert [stage for stage, _plan in outcome.plans] == ["preflight", "read", "restart", "guard"]
+    assert [stage for stage, _plan in outcome.plans] == ["preflight", "read", "reread", "restart", "guard"]
     for _stage, plan in outcome.plans:
         assert records.to_register(records.from_register(plan)) == plan
 

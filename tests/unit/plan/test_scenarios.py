@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.rackscale.imex.tests.unit.plan import scenario
 from ansible_collections.rackscale.imex.tests.unit.plan.scenario import Bed, Run, run
 from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_plan import NODES_PATH, TLS_PEM
 
@@ -151,16 +152,60 @@ def test_two_runs_of_one_domain_exclude_each_other_whatever_their_out_of_service
     ((), (T1,), None), ((T1,), (), None), ((T1,), (T2,), None), ((), (), [T3]), ((), (T2,), [T3]), ((T3,), (T1,), None),
 ])
 def test_the_lock_never_moves_with_the_out_of_service_list_or_limit(out_a, out_b, limit_b):
+    # Both bring a change: a run with nothing to do takes no lock.
     bed = Bed()
-    a = Run(bed, run_id="run-a", out_of_service=out_a)
+    a = Run(bed, run_id="run-a", every=NEW_PORT, out_of_service=out_a)
     stages = iter(a)
     for stage in stages:
         if stage == "lock":
             break
-    b = run(bed, run_id="run-b", out_of_service=out_b, limit=limit_b)
+    else:
+        raise AssertionError("run A took no lock: %s" % (a.outcome.problems,))
+    b = run(bed, run_id="run-b", every=NEW_PORT, out_of_service=out_b, limit=limit_b)
     for _stage in stages:
         pass
     assert b.stopped_at == "lock" and a.outcome.stopped_at is None, (a.outcome.problems, b.problems)
+
+
+def test_a_run_with_nothing_to_do_takes_no_lock_and_is_not_held_back_by_another_runs():
+    """It changes nothing, so it proves the domain from its read, as validate.yml does."""
+    bed = Bed()
+    bed.locks[T1] = bed.locks[T2] = "run-a"
+    outcome = run(bed, run_id="run-b")
+    assert not outcome.refused and outcome.verdicts == {bed.domain: "healthy"}, outcome.problems
+    assert bed.locks == {T1: "run-a", T2: "run-a"} and (outcome.written, outcome.restarted) == ({}, [])
+
+
+def _read_during_anothers_restart(bed):
+    """Run B reads the domain while run A, which wrote a new config, runs its pre-restart tasks (its daemons
+    still run the old files: a restart is pending); A then restarts the domain and ends; B goes on."""
+    b = Run(bed, run_id="run-b", every=NEW_PORT)
+    stages = iter(b)
+
+    def b_reads(_run_a, _wave):
+        for stage in stages:
+            if stage == "read":
+                return
+    a = run(bed, run_id="run-a", every=NEW_PORT, pre_restart=b_reads)
+    assert a.restarted == ALL and not a.refused, a.problems
+    assert dict(b.outcome.plans)["read"]["domains"][bed.domain]["pending"], "B's read saw no pending restart"
+    for _stage in stages:
+        pass
+    return b.outcome
+
+
+def test_a_run_plans_from_its_second_read_under_the_lock_not_from_the_read_before_it():
+    """B's first read saw the restart A had pending; by the time B holds the lock, A has made it. Planned from
+    the read under the lock, B restarts nothing again."""
+    outcome = _read_during_anothers_restart(Bed())
+    assert not outcome.refused and (outcome.written, outcome.restarted) == ({}, []), outcome.problems
+    assert outcome.verdicts == {"rack1": "healthy"}
+
+
+def test_a_run_planned_from_its_first_read_would_restart_the_domain_again(monkeypatch):
+    # Seeded: the plan under the lock is the first read's. The test above fails on it.
+    monkeypatch.setattr(scenario.run_plan.reread, "after_reread", lambda plan, *args, **kwargs: plan)
+    assert _read_during_anothers_restart(Bed()).restarted == ALL
 
 
 def test_too_many_lock_trays_out_of_service_refuse_the_run_before_any_tray_is_contacted():
@@ -176,14 +221,14 @@ def test_too_many_lock_trays_out_of_service_refuse_the_run_before_any_tray_is_co
 
 
 def test_the_first_lock_tray_unreachable_stops_the_run_until_it_is_marked_out_of_service():
-    """The real rack: the domain's first tray dies. A run that still counts it in service stops at its lock,
-    before any write; marked out of service, the next lock tray in service takes its place and its peers
-    restart together."""
+    """The real rack: the domain's first tray dies. A run that still counts it in service stops at its read,
+    before any lock or write; marked out of service, the next lock tray in service takes its place and its
+    peers restart together."""
     bed = Bed()
     bed.trays[T1].reachable = False
     before = bed.snapshot()
     stopped = run(bed, every=NEW_PORT)
-    assert stopped.stopped_at == "lock" and T1 in stopped.problems[0] and bed.snapshot() == before
+    assert stopped.stopped_at == "read" and T1 in stopped.problems[0] and bed.snapshot() == before and bed.locks == {}
     away = run(bed, every=NEW_PORT, out_of_service=[T1])
     assert not away.refused and away.restarted == [T2, T3], away.problems
     assert [lock["holder"] for lock in away.plans[0][1]["locks"]] == [T2, T3]

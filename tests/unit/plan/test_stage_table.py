@@ -15,8 +15,9 @@ from ansible_collections.rackscale.imex.plugins.plugin_utils import _run_record
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import stages
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-# Where a run can stop, as reports, artifacts and the node_exporter gauges name it: public, never renamed.
-PUBLIC_STOPPED_AT = ("arguments", "preflight", "lock", "read", "gate", "channels", "write", "restart", "proof", "run")
+# Where a run can stop, as reports, artifacts and the node_exporter gauges name it: public, never renamed. In the
+# order a run reaches them: the read of each tray comes before the locks (a run with nothing to do takes none).
+PUBLIC_STOPPED_AT = ("arguments", "preflight", "read", "gate", "lock", "channels", "write", "restart", "proof", "run")
 
 
 def _task_files():
@@ -50,7 +51,8 @@ def test_the_public_stopped_at_values_stay_as_they_are():
     assert {stage.stopped_at for stage in stages.STAGES} <= set(PUBLIC_STOPPED_AT)
     # Where a refusal of each of the plan's stages stops the run, as the records have always said it.
     assert {name: _run_record.stage_of({"action": "imex_plan", "args": {"stage": name}}) for name in stages.BY_NAME} == {
-        "arguments": "arguments", "preflight": "preflight", "read": "gate", "restart": "restart", "guard": "restart",
+        "arguments": "arguments", "preflight": "preflight", "read": "gate", "reread": "gate", "restart": "restart",
+        "guard": "restart",
         "verdicts": "proof", "discover": "run", "channels": "channels", "stopped": "run"}
 
 
@@ -96,7 +98,7 @@ def test_each_imex_plan_task_registers_the_register_its_stage_declares():
     # The run's plan is carried by one register (the tasks and handlers read the plan of the stage before them
     # through it); every other stage has its own.
     assert {stage.name for stage in stages.STAGES if stage.register == stages.PLAN} == set(stages.AFTER) == {
-        "preflight", "read", "restart", "verdicts"}
+        "preflight", "read", "reread", "restart", "verdicts"}
     others = [stage.register for stage in stages.STAGES if stage.register not in (stages.PLAN, None)]
     assert len(others) == len(set(others))
 
@@ -104,9 +106,11 @@ def test_each_imex_plan_task_registers_the_register_its_stage_declares():
 def test_where_a_run_can_stop_after_each_stage_of_its_plan_is_a_public_stage_at_or_after_the_stage():
     for name, after in stages.AFTER.items():
         assert after and set(after) <= set(PUBLIC_STOPPED_AT), name
-    # The channels and the first wave's writes follow the read's plan, the proof the verdicts.
+    # The read follows the preflight; the channels and the first wave's writes follow the read's plan (and the locks
+    # and the second read, where the run has something to do) and the reread's; the proof the verdicts.
     assert {name: after[0] for name, after in stages.AFTER.items()} == {
-        "preflight": "lock", "read": "channels", "restart": "restart", "verdicts": "proof"}
+        "preflight": "read", "read": "channels", "reread": "channels", "restart": "restart", "verdicts": "proof"}
+    assert set(stages.AFTER["read"]) == {"channels", "write", "lock", "read"}
 
 
 def test_every_register_a_stage_reads_is_registered_or_set_by_the_role():

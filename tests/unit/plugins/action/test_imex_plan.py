@@ -389,7 +389,7 @@ def test_a_stage_before_the_preflight_is_refused():
 def test_an_unknown_stage_is_refused():
     result = run({"stage": "restrat"}, play())
     assert result["failed"] is True and "problems" not in result
-    assert result["msg"] == "stage must be one of arguments, preflight, read, restart, guard, verdicts, discover, channels, stopped, got 'restrat'"
+    assert result["msg"] == "stage must be one of arguments, preflight, read, reread, restart, guard, verdicts, discover, channels, stopped, got 'restrat'"
     assert run({}, play())["msg"].endswith("got None")
 
 

@@ -81,7 +81,7 @@ def test_the_trays_ssh_did_not_reach_are_named_and_no_other():
 
 def _restarted(**every):
     """The plan of a wave of both racks in which a config change on a2 restarts rackA alone."""
-    _model, _options, plan = planned(every=every)
+    _model, _options, plan = planned(every=every, reads={"a2": {"config": "LOG_LEVEL=4\n"}})
     writes = {"a1": wrote(), "a2": wrote(config=True), "b1": wrote(), "b2": wrote()}
     return run_plan.restart.restart(plan, ["rackA", "rackB"], writes, all_ready(plan, ["rackA", "rackB"]))
 
@@ -111,7 +111,8 @@ def test_the_operators_hooks_run_on_the_restarting_trays_only_and_only_when_give
 def test_under_check_the_pre_restart_tasks_run_but_not_the_post_restart_ones():
     # --check proves nothing, so nothing runs "after the proof"; the pre-restart tasks run in check mode.
     _model, _options, plan = planned(every={"imex_pre_restart_tasks": HOOK,
-                                            "imex_post_restart_tasks": HOOK}, check_mode=True)
+                                            "imex_post_restart_tasks": HOOK}, check_mode=True,
+                                     reads={"a2": {"config": "LOG_LEVEL=4\n"}})
     writes = {"a1": wrote(), "a2": wrote(config=True), "b1": wrote(), "b2": wrote()}
     after = run_plan.restart.restart(plan, ["rackA", "rackB"], writes, all_ready(plan, ["rackA", "rackB"]))
     assert after["trays"]["a1"]["restart"] is True

@@ -173,7 +173,8 @@ def test_a_tray_whose_channels_the_first_wave_ensures_includes_its_own_domains_w
 
 
 def test_rolling_takes_the_domains_in_the_order_of_their_first_trays_in_the_play_and_locks_by_name():
-    plan = _after_read(TWO_RACKS, ["b1", "b2", "a1", "a2"], a2={"config": "LOG_LEVEL=4\n"})
+    plan = _after_read(TWO_RACKS, ["b1", "b2", "a1", "a2"], a2={"config": "LOG_LEVEL=4\n"},
+                       b1={"config": "LOG_LEVEL=4\n"})
     assert plan["waves"] == [["rackB"], ["rackA"]] and plan["wave_include_throttle"] == 1
     assert [lock["domain"] for lock in plan["locks"]] == ["rackA", "rackA", "rackB", "rackB"]
     assert plan["wave_locks"] == [[], [lock for lock in plan["locks"] if lock["domain"] == "rackA"]]
@@ -231,3 +232,45 @@ def test_the_order_check_fails_when_the_waves_are_not_ordered_by_the_play(monkey
     # A seeded bug: the waves keep preflight's order whatever trays ssh did not reach.
     monkeypatch.setattr(run_plan.work, "order_waves", lambda run, unreachable: None)
     assert _misordered(range(60))
+
+
+# --- the locks: taken after the read, for the domains with something to do --------------------------------------
+
+def test_a_run_with_nothing_to_do_takes_no_lock_and_reads_nothing_again():
+    _model, _options, plan = planned(domains=THREE_RACKS)
+    assert (plan["locks"], plan["read_again"], plan["lock_include_trays"], plan["wave_locks"]) == ([], [], [], [[]])
+
+
+def test_a_run_locks_only_the_domains_it_has_something_to_do_on_and_reads_their_trays_again():
+    # a2's config was edited by hand (rackA writes); b2's daemon is stopped (rackB starts it); rackC has nothing.
+    _model, _options, plan = planned(domains=THREE_RACKS, reads={"a2": {"config": "LOG_LEVEL=4\n"},
+                                                                 "b2": {"active": False}})
+    assert [(lock["domain"], lock["holder"]) for lock in plan["locks"]] == [
+        ("rackA", "a1"), ("rackA", "a2"), ("rackB", "b1"), ("rackB", "b2")]
+    # Every tray of those domains is read again under the locks, not only those the first read gave work to.
+    assert plan["read_again"] == ["a1", "a2", "b1", "b2"] and plan["lock_include_trays"] == ["a1", "a2", "b1", "b2"]
+    assert plan["waves"] == [["rackA"], ["rackB"], ["rackC"]]
+    assert plan["wave_locks"] == [[], [lock for lock in plan["locks"] if lock["domain"] == "rackB"], []]
+
+
+def test_the_trays_leaving_the_play_include_the_lock_file_without_being_read_again():
+    # a2 is dark (it leaves the play); c1's daemon is stopped: rackC alone is locked and read again.
+    plan = _after_read(THREE_RACKS, ["a1", "a2", "b1", "b2", "c1", "c2"], unreachable=["a2"], c1={"active": False})
+    assert plan["leaving"] == ["a2"]
+    assert [lock["domain"] for lock in plan["locks"]] == ["rackC", "rackC"]
+    assert plan["read_again"] == ["c1", "c2"] and plan["lock_include_trays"] == ["a2", "c1", "c2"]
+
+
+def test_a_read_only_proof_takes_no_lock_whatever_the_trays_hold():
+    _model, _options, plan = planned(reads={"a2": {"config": "LOG_LEVEL=4\n"}}, converge=False)
+    assert (plan["locks"], plan["read_again"]) == ([], [])
+
+
+def test_the_plan_made_again_under_the_locks_keeps_them_when_the_second_read_finds_nothing_to_do():
+    # Another run converged rackA between the first read and the take: the second read finds nothing to do there.
+    model, options, plan = planned(reads={"a2": {"config": "LOG_LEVEL=4\n"}})
+    taken = plan["locks"]
+    again = run_plan.reread.after_reread(plan, model, options, reads_of(plan), skip_fabric=True)
+    assert again["locks"] == taken and [lock["domain"] for lock in taken] == ["rackA", "rackA"]
+    assert again["read_again"] == plan["read_again"] == ["a1", "a2"]
+    assert not any(entry["write"] for entry in again["trays"].values()) and again["wave_workers"] == [[]]

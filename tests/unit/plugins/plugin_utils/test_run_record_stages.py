@@ -29,12 +29,13 @@ HOOK = {"action": "community.general.slurm_drain", "name": "Drain the trays"}
 WRITE = {"action": "ansible.builtin.copy", "name": "Install the prolog", "tags": ["imex_daemon"]}
 TRAY_READ = {"action": "rackscale.imex.imex_tray_info", "register": "__imex_tray_info"}
 LOCK_REFRESH = {"action": "rackscale.imex.imex_lock", "name": "Refresh the locks of this wave's domains"}
+TAKE = {"action": "rackscale.imex.imex_lock", "register": "__imex_locks"}
 ASSERT = {"action": "ansible.builtin.assert", "name": "Stop unless every domain is healthy"}
 
 
 @pytest.mark.parametrize(("task", "reached", "stage"), [
     # A task the table does not know stopped the run where the plan had brought it.
-    (HOOK, "preflight", "lock"),
+    (HOOK, "preflight", "read"),
     (HOOK, "read", "channels"),
     (HOOK, "restart", "restart"),
     (HOOK, "verdicts", "proof"),
@@ -43,13 +44,17 @@ ASSERT = {"action": "ansible.builtin.assert", "name": "Stop unless every domain 
     # Among the stages a run can stop at after the one it reached, the task says which.
     (TRAY_READ, "preflight", "read"),
     (WRITE, "read", "write"),
+    # Where the run has something to do, the read's plan is followed by the locks and the second read.
+    (TAKE, "read", "lock"),
+    (TRAY_READ, "read", "read"),
     (ASSERT, "verdicts", "proof"),
     # The next wave's lock and writes come after the verdicts of the one before.
     (LOCK_REFRESH, "verdicts", "lock"),
     (WRITE, "verdicts", "write"),
     # A task the table places before the stage the run reached cannot take the run back there.
     (TRAY_READ, "verdicts", "proof"),
-    (LOCK_REFRESH, "read", "channels"),
+    (TRAY_READ, "reread", "channels"),
+    (TAKE, "reread", "channels"),
 ])
 def test_the_stage_of_a_failed_task_comes_from_the_stage_the_plan_reached(task, reached, stage):
     assert stage_of(task, {"failed": True, "msg": "x"}, reached) == stage
@@ -82,10 +87,10 @@ def test_a_seeded_wrong_table_is_caught(monkeypatch):
 
 
 def test_a_seeded_wrong_guess_of_the_task_cannot_move_the_stage_out_of_where_the_run_was(monkeypatch):
-    # Seeded: the action table takes the tray read for the proof. After the preflight, the run was at its locks
-    # or its read, never at its proof: the recorded stage keeps the record there.
+    # Seeded: the action table takes the tray read for the proof. After the preflight, the run was at its read,
+    # never at its proof: the recorded stage keeps the record there.
     monkeypatch.setitem(_run_record.ACTION_STAGES, "rackscale.imex.imex_tray_info", "proof")
-    assert stage_of({"action": "rackscale.imex.imex_tray_info"}, {"failed": True}, "preflight") == "lock"
+    assert stage_of({"action": "rackscale.imex.imex_tray_info"}, {"failed": True}, "preflight") == "read"
     assert stage_of({"action": "rackscale.imex.imex_tray_info"}, {"failed": True}, None) == "proof"
 
 
