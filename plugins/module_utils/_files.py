@@ -207,6 +207,18 @@ def stat_file(path):
     return described
 
 
+def path_presence(path):
+    """{exists, error} of whatever is at ``path`` (file, directory, link: the link itself), without opening it:
+    for what a role removes where it is present."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return dict(exists=False, error=None)
+    except OSError as exc:
+        return dict(exists=False, error="cannot inspect %s: %s" % (path, _os_reason(exc)))
+    return dict(exists=True, error=None)
+
+
 def read_text(path):
     """Content of a text file decoded as UTF-8, or None when it does not exist.
 

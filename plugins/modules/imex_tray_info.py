@@ -63,6 +63,14 @@ options:
     elements: path
     default: []
     version_added: 0.3.0
+  presence:
+    description:
+      - Paths whose presence to report in RV(presence), whatever is there (a file, a directory, a link),
+        for what a role removes where it is present.
+    type: list
+    elements: path
+    default: []
+    version_added: 0.4.0
   certificate_files:
     description:
       - PEM files of public certificates (a CA bundle, a certificate with its chain) whose certificates
@@ -545,6 +553,22 @@ stat_files:
     error:
       description: Why the file could not be inspected (then the other keys are null), for example not a regular file.
       type: str
+presence:
+  description: Each path of O(presence) mapped to whether something is there.
+  returned: when O(presence) is given
+  type: dict
+  version_added: 0.4.0
+  sample:
+    /etc/rackscale-imex/channels.d:
+      exists: false
+      error: null
+  contains:
+    exists:
+      description: Something is at the path (a link counts, whatever it points to).
+      type: bool
+    error:
+      description: Why the path could not be inspected (then RV(presence.exists) is false); null otherwise.
+      type: str
 services:
   description:
     - Each unit of O(services) mapped to the first word C(systemctl is-active) printed (C(active),
@@ -723,7 +747,13 @@ from ansible_collections.rackscale.imex.plugins.module_utils._channel import (
     predict_channels,
 )
 from ansible_collections.rackscale.imex.plugins.module_utils._daemon_log import LogRefused, log_file_of
-from ansible_collections.rackscale.imex.plugins.module_utils._files import FileOpError, describe_file, read_text, stat_file
+from ansible_collections.rackscale.imex.plugins.module_utils._files import (
+    FileOpError,
+    describe_file,
+    path_presence,
+    read_text,
+    stat_file,
+)
 from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseError
 
 _SMI_TIMEOUT_SECONDS = 120
@@ -1055,6 +1085,7 @@ def main():
             strict=dict(type='bool', default=True),
             files=dict(type='list', elements='path', default=[]),
             stat_files=dict(type='list', elements='path', default=[]),
+            presence=dict(type='list', elements='path', default=[]),
             certificate_files=dict(type='list', elements='path', default=[]),
             services=dict(type='list', elements='str', default=[]),
             compute_apps=dict(type='bool', default=False),
@@ -1112,6 +1143,8 @@ def main():
                   services=states,
                   services_started=services_started(runner, systemctl, states),
                   services_instance=services_instance(runner, systemctl, states))
+    if params['presence']:
+        result['presence'] = dict((path, path_presence(path)) for path in params['presence'])
     if params['certificate_files']:
         result['certificate_files'] = dict((path, certificate_fingerprints(path)) for path in params['certificate_files'])
     if summary is not None:

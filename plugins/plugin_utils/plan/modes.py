@@ -14,6 +14,9 @@ dra           none: handed over to the DRA driver (stopped, disabled)         ne
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ansible_collections.rackscale.imex.plugins.module_utils._channel import BOOT_DIR as CHANNEL_BOOT_DIR
 from ansible_collections.rackscale.imex.plugins.plugin_utils._options import whole_number
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import daemon, per_job, proof
 
@@ -80,6 +83,20 @@ class Static:
         for entry in entries:
             entry.update(persistent=True, immediate=self.owns_channels)
         return entries
+
+    def read_presence(self):
+        """The paths a tray's read reports the presence of: where the channels are slurmd's or the DRA driver's,
+        the boot entries of isolation channels made under another mode, which the imex_channels role removes."""
+        return [] if self.owns_channels else [CHANNEL_BOOT_DIR]
+
+    def channel_cleanup(self, read):
+        """Whether the imex_channels role has boot entries to remove on the tray (read: its TrayRead): where the
+        mode does not own the channels and the read found them there, or could not tell (a read without
+        presence, or one that could not look)."""
+        if self.owns_channels:
+            return False
+        found = (read.get("presence") or {}).get(CHANNEL_BOOT_DIR)
+        return not isinstance(found, Mapping) or bool(found.get("exists") or found.get("error"))
 
     def job_paths(self, options):
         """{what: tray path} of the per-job installation the mode installs ({} outside the per-job mode)."""

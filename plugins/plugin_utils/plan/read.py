@@ -115,7 +115,10 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
                 node_names.resolved_hosts(domain, read, service, hosts_read) if entry.read_hosts else ("", ""))
             entry.write = bool(entry.write_node_list or entry.write_config or entry.write_tls or entry.handover
                                or entry.write_slurm_job or entry.release or entry.remove_slurm_job)
-            entry.channels_role = not mode.owns_channels or bool(options.get("imex_channels")) or bool(entry.channels)
+            # Where the channels are slurmd's or the DRA driver's, the role runs only to remove what another mode
+            # left: a run with nothing to do does not run it (nor take a lock for it).
+            entry.channels_role = (bool(options.get("imex_channels")) or bool(entry.channels)
+                                   or mode.channel_cleanup(read))
             tls_files = entry.tls_files or []
             mark = tls_reload_mark(options)
             why = daemon.pending_restart(read, service, entry.read_files,

@@ -48,6 +48,7 @@ class TrayRead:
     services_instance: dict = UNSET      # {unit: {inactive_exit, invocation_id, loaded}}
     files: dict = UNSET                  # {path: described file, content and checksum}
     stat_files: dict = UNSET             # {path: described file, no content}
+    presence: dict = UNSET               # {path: {exists, error}}
     certificate_files: dict = UNSET  # {path: {exists, sha256: [fingerprint], error}}
     compute_apps: Optional[list] = UNSET  # GPU compute processes; None when unreadable
     slurm: dict = UNSET                  # {installed, node, state, error}
@@ -96,6 +97,7 @@ class Tray:
     channels_extra: list = UNSET         # the isolation channels, as a list
     read_files: list = UNSET             # files its read reads (content)
     read_stat_files: list = UNSET        # files its read only stats
+    read_presence: list = UNSET          # paths its read reports the presence of (what the channels role removes)
     read_certificate_files: list = UNSET  # its CA bundle and certificate, read as fingerprints
     tls_files: list = UNSET
     tls_certificate: Optional[dict] = UNSET

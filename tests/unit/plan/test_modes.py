@@ -31,6 +31,15 @@ def _mode_tests(path):
         return [line.strip() for line in handle if MODE_TEST.search(line) and "SSL_TLS" not in line]
 
 
+def test_the_boot_entries_the_plan_asks_after_are_where_the_channels_role_removes_them():
+    with open(os.path.join(ROOT, "roles", "imex_channels", "vars", "main.yml"), encoding="utf-8") as handle:
+        role_vars = yaml.safe_load(handle)
+    assert role_vars["__imex_channels_boot_dir"] == modes.CHANNEL_BOOT_DIR
+    assert {name: mode.read_presence() for name, mode in modes.MODES.items()} == {
+        "static": [], "dra_host_managed": [], "slurm": [modes.CHANNEL_BOOT_DIR],
+        "slurm_per_job": [modes.CHANNEL_BOOT_DIR], "dra": [modes.CHANNEL_BOOT_DIR]}
+
+
 def test_every_mode_of_the_argument_spec_has_its_class():
     with open(os.path.join(ROOT, "roles", "imex", "meta", "argument_specs.yml"), encoding="utf-8") as handle:
         specs = yaml.safe_load(handle)

@@ -295,6 +295,20 @@ def test_stat_file_of_what_is_not_a_readable_file(tmp_path):
     assert _files.stat_file(under_a_file) == dict(absent, error="cannot inspect %s: Not a directory" % under_a_file)
 
 
+def test_path_presence_of_whatever_is_there(tmp_path):
+    assert _files.path_presence(str(tmp_path)) == {"exists": True, "error": None}
+    _write(tmp_path / "file", b"")
+    assert _files.path_presence(str(tmp_path / "file")) == {"exists": True, "error": None}
+    # A link counts, whatever it points to: the role removes the link.
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "gone")
+    assert _files.path_presence(str(dangling)) == {"exists": True, "error": None}
+    assert _files.path_presence(str(tmp_path / "missing")) == {"exists": False, "error": None}
+    under_a_file = str(tmp_path / "file" / "x")
+    assert _files.path_presence(under_a_file) == {"exists": False,
+                                                  "error": "cannot inspect %s: Not a directory" % under_a_file}
+
+
 # --- remove_file -------------------------------------------------------------------------------
 
 def test_remove_file(make_module, tmp_path):

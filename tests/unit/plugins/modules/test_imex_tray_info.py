@@ -191,6 +191,17 @@ def test_stat_files_never_carry_content(run, tmp_path):
     assert result['files'] == {}
 
 
+def test_presence_says_whether_anything_is_at_each_path_and_is_absent_unless_asked(run, tmp_path):
+    entries = tmp_path / 'channels.d'
+    entries.mkdir()
+    ok, result, _calls = run({'presence': [str(entries), str(tmp_path / 'missing')]},
+                             (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and result['presence'] == {str(entries): {'exists': True, 'error': None},
+                                         str(tmp_path / 'missing'): {'exists': False, 'error': None}}
+    ok, result, _calls = run({}, (0, sample('smi_q_580.173.02_gb200_completed.txt'), ''))
+    assert ok and 'presence' not in result
+
+
 def test_certificate_files_are_described_by_the_fingerprints_of_their_certificates(run, tmp_path):
     """The CA bundle a tray holds, by SHA-256 fingerprints the controller compares with a new bundle."""
     old_ca, new_ca = make_ca('rack-ca-2025'), make_ca('rack-ca-2026')

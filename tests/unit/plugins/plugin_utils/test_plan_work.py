@@ -20,6 +20,7 @@ from ansible_collections.rackscale.imex.tests.unit.plugins.plugin_utils.test_pla
 )
 
 THREE_RACKS = dict(TWO_RACKS, rackC=["c1", "c2"])
+THREE_RACKS_TRAYS = [tray for trays in THREE_RACKS.values() for tray in trays]
 
 
 def included_order(plan, play_hosts):
@@ -89,7 +90,8 @@ def test_a_daemon_the_read_found_stopped_works_alone():
 
 
 def test_the_channels_of_every_tray_are_ensured_in_the_first_wave():
-    # Not the collection's channels (slurm): the imex_channels role runs on every tray, before any wave writes.
+    # Not the collection's channels (slurm), and reads that cannot tell whether another mode's boot entries are
+    # there: the imex_channels role runs on every tray, before any wave writes.
     _model, _options, plan = planned(domains=THREE_RACKS, every={"imex_mode": "slurm", "imex_channel0": False})
     assert plan["wave_channels"] == [["a1", "a2", "b1", "b2", "c1", "c2"], [], []]
     assert plan["wave_trays"][0] == ["a1", "a2", "b1", "b2", "c1", "c2"]
@@ -274,3 +276,30 @@ def test_the_plan_made_again_under_the_locks_keeps_them_when_the_second_read_fin
     assert again["locks"] == taken and [lock["domain"] for lock in taken] == ["rackA", "rackA"]
     assert again["read_again"] == plan["read_again"] == ["a1", "a2"]
     assert not any(entry["write"] for entry in again["trays"].values()) and again["wave_workers"] == [[]]
+
+
+# --- where the channels are slurmd's or the DRA driver's: the role runs only to remove another mode's entries -----
+
+SLURM = {"imex_mode": "slurm", "imex_channel0": False}
+
+
+def _boot_entries(exists):
+    return {"presence": {run_plan.modes.CHANNEL_BOOT_DIR: {"exists": exists, "error": None}}}
+
+
+def test_where_slurm_owns_the_channels_a_converged_run_runs_no_channels_role_and_takes_no_lock():
+    reads = {tray: _boot_entries(False) for tray in THREE_RACKS_TRAYS}
+    _model, _options, plan = planned(domains=THREE_RACKS, every=SLURM, reads=reads)
+    assert not any(entry["channels_role"] for entry in plan["trays"].values())
+    assert (plan["waves"], plan["wave_channels"], plan["locks"]) == ([["rackA", "rackB", "rackC"]], [[]], [])
+
+
+def test_boot_entries_another_mode_left_are_removed_under_their_domains_lock():
+    reads = dict({tray: _boot_entries(False) for tray in THREE_RACKS_TRAYS}, b2=_boot_entries(True))
+    _model, _options, plan = planned(domains=THREE_RACKS, every=SLURM, reads=reads)
+    assert plan["wave_channels"][0] == ["b2"] and [lock["domain"] for lock in plan["locks"]] == ["rackB", "rackB"]
+    assert plan["read_again"] == ["b1", "b2"]
+    # A read that could not look counts as entries there: the role finds out.
+    reads["b2"] = {"presence": {run_plan.modes.CHANNEL_BOOT_DIR: {"exists": False, "error": "cannot inspect"}}}
+    _model, _options, plan = planned(domains=THREE_RACKS, every=SLURM, reads=reads)
+    assert plan["wave_channels"][0] == ["b2"]
