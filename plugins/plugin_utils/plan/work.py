@@ -52,7 +52,7 @@ def plan_waves(run, reads, converge=True, locked=False):
     channels = [tray for tray in run.trays if tray not in unreachable and run.trays[tray].channels_role]
     workers_of = [[tray for name in wave for tray in wave_workers(run, name, reads)] for wave in run.waves]
     if not locked:
-        take_locks(run, workers_of, channels, converge)
+        take_locks(run, workers_of, channels, converge, unreachable)
     if len(run.waves) > 1 and not channels and not any(workers_of):
         one_wave(run)
         workers_of = [[]]
@@ -80,22 +80,21 @@ def plan_waves(run, reads, converge=True, locked=False):
     return run
 
 
-def take_locks(run, workers_of, channels, converge):
+def take_locks(run, workers_of, channels, converge, unreachable):
     """The locks the run takes, after its first read: those of the domains it has something to do on (a worker,
     or a tray whose channels it ensures), none for a read-only run. The trays of those domains that the read
     reached are read again under the locks, and the plan is made again from that read (stage reread): another
     run may have changed them between the first read and the take. A domain with nothing to do is proven from
     the first read, as validate.yml proves it, without a lock: two runs that write still exclude each other."""
-    working = {run.trays[tray].domain for tray in channels}
-    working.update(run.trays[tray].domain for workers in workers_of for tray in workers)
-    if not converge:
-        working = set()
+    working = set()
+    if converge:
+        working = {run.trays[tray].domain for tray in channels + [tray for workers in workers_of for tray in workers]}
     run.locks = [lock for lock in run.locks if lock["domain"] in working]
-    unreachable = set(run.unreachable or [])
     run.read_again = [tray for tray, entry in run.trays.items() if entry.domain in working
                       and tray in run.domains[entry.domain].trays_in_run and tray not in unreachable]
-    # The trays that include lock.yml: those leaving the play, and those read again.
-    run.lock_include_trays = list(run.leaving or []) + [tray for tray in run.read_again if tray not in (run.leaving or [])]
+    # The trays that include lock.yml: those leaving the play (out of service or not reached, so never among those
+    # read again), and those read again.
+    run.lock_include_trays = list(run.leaving or []) + run.read_again
 
 
 def one_wave(run):
