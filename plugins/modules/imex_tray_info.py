@@ -97,9 +97,9 @@ options:
     version_added: 0.4.0
   services:
     description:
-      - systemd units whose state (C(systemctl is-active)) to report in RV(services), and for those that
-        are active when their main process started (C(systemctl show)) in RV(services_started), and
-        which instance runs and what it loaded in RV(services_instance).
+      - systemd units whose state to report in RV(services), and for those that are active when their
+        main process started in RV(services_started), and which instance runs and what it loaded in
+        RV(services_instance). One C(systemctl show) per unit answers all three, from one moment.
     type: list
     elements: str
     default: []
@@ -571,9 +571,9 @@ presence:
       type: str
 services:
   description:
-    - Each unit of O(services) mapped to the first word C(systemctl is-active) printed (C(active),
+    - Each unit of O(services) mapped to its C(ActiveState), what C(systemctl is-active) prints (C(active),
       C(inactive), C(failed), C(activating), ...).
-    - Null when C(systemctl) is not installed or did not answer.
+    - Null when C(systemctl) is not installed or C(systemctl show) did not answer.
   returned: success
   type: dict
   sample: {nvidia-imex: active}
@@ -758,37 +758,56 @@ from ansible_collections.rackscale.imex.plugins.module_utils._text import ParseE
 
 _SMI_TIMEOUT_SECONDS = 120
 _SYSTEMCTL_TIMEOUT_SECONDS = 30
+# Everything the read asks systemd of a unit, in one systemctl show: its state (what is-active prints),
+# its main process's start, its instance, and (for the daemon's release) its main process.
+UNIT_PROPERTIES = tuple(sorted(set(('ActiveState',) + _activity.START_PROPERTIES + _daemon_record.INSTANCE_PROPERTIES
+                                   + _running_release.SHOW_PROPERTIES)))
 # Where the kernel shows each process (its executable as /proc/<pid>/exe).
 _PROC = '/proc'
 # Characters that make scontrol read a node list or an option instead of one node name.
 _NOT_IN_NODE_NAME = frozenset(',[]')
 
 
-def _systemctl_answers(runner, systemctl, verb, units):
-    """Map each unit to the word ``systemctl <verb>`` prints for it, or None when it cannot be asked.
+def unit_shows(runner, systemctl, units):
+    """Map each unit to {property: value} of one ``systemctl show`` of UNIT_PROPERTIES, or None when it
+    cannot be asked (no systemctl, a call that hung or failed, an answer without ActiveState).
 
-    is-active and is-enabled exit non-zero for every answer but the first (active, enabled); the
-    answer is on stdout either way.
+    One call per unit: its state, its start and its instance are one snapshot, never the state of one
+    instance with the start time of the next (a daemon restarting between two calls).
+    """
+    shows = dict((unit, None) for unit in units)
+    if not systemctl:
+        return shows
+    args = [systemctl, 'show']
+    for prop in UNIT_PROPERTIES:
+        args += ['-p', prop]
+    for unit in units:
+        rc, out, _err, hung = runner.run(args + ['--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        show = {} if hung or rc != 0 else _running_release.parse_show(out)
+        if show.get('ActiveState'):
+            shows[unit] = show
+    return shows
+
+
+def service_states(shows):
+    """Map each unit to its ActiveState (what systemctl is-active prints), or None when it cannot be asked."""
+    return dict((unit, show['ActiveState'] if show else None) for unit, show in shows.items())
+
+
+def service_enablement(runner, systemctl, units):
+    """Map each unit to the first word ``systemctl is-enabled`` prints for it, or None when it cannot be asked.
+
+    is-enabled exits non-zero for every answer but "enabled"; the answer is on stdout either way.
     """
     states = dict((unit, None) for unit in units)
     if not systemctl:
         return states
     for unit in units:
-        _rc, out, _err, hung = runner.run([systemctl, verb, '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
+        _rc, out, _err, hung = runner.run([systemctl, 'is-enabled', '--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
         words = out.split()
         if words and not hung:
             states[unit] = words[0]
     return states
-
-
-def service_states(runner, systemctl, units):
-    """Map each unit to the state systemctl is-active prints, or None when it cannot be asked."""
-    return _systemctl_answers(runner, systemctl, 'is-active', units)
-
-
-def service_enablement(runner, systemctl, units):
-    """Map each unit to the state systemctl is-enabled prints, or None when it cannot be asked."""
-    return _systemctl_answers(runner, systemctl, 'is-enabled', units)
 
 
 def channel_major(proc_devices=PROC_DEVICES):
@@ -800,49 +819,39 @@ def channel_major(proc_devices=PROC_DEVICES):
         return None
 
 
-def services_started(runner, systemctl, states):
-    """Map each unit to the epoch time its main process started, or None when it is not active or
-    systemd does not say.
+def unit_started(show, wall_minus_monotonic):
+    """Epoch seconds the unit's main process started, or None when it is not active or systemd does not say.
 
     systemd keeps each timestamp twice: as text in the local time zone, whose format changed across
     systemd releases, and as microseconds of CLOCK_MONOTONIC. The monotonic value is a plain integer
     precise to the microsecond, so it is read and moved onto the wall clock with the offset between
     the two clocks read here, on the same kernel (a container shares its host's CLOCK_MONOTONIC).
     """
-    started = dict((unit, None) for unit in states)
+    if not show or show['ActiveState'] != 'active':
+        return None
+    # A unit without a main process of its own (a oneshot that exited) has 0 for the first.
+    for prop in _activity.START_PROPERTIES:
+        usec = _activity.parse_monotonic_usec(show.get(prop))
+        if usec is not None:
+            return _activity.monotonic_to_epoch(usec, wall_minus_monotonic)
+    return None
+
+
+def services_started(shows):
+    """Map each unit to when its main process started (unit_started), or None."""
     wall_minus_monotonic = time.time() - time.monotonic()
-    for unit, state in states.items():
-        if not systemctl or state != 'active':
-            continue
-        # A unit without a main process of its own (a oneshot that exited) has 0 for the first.
-        for prop in _activity.START_PROPERTIES:
-            rc, out, _err, hung = runner.run([systemctl, 'show', '-p', prop, '--value', '--', unit],
-                                             _SYSTEMCTL_TIMEOUT_SECONDS)
-            if hung or rc != 0:
-                break
-            usec = _activity.parse_monotonic_usec(out)
-            if usec is not None:
-                started[unit] = _activity.monotonic_to_epoch(usec, wall_minus_monotonic)
-                break
-    return started
+    return dict((unit, unit_started(show, wall_minus_monotonic)) for unit, show in shows.items())
 
 
-def services_instance(runner, systemctl, states, record_dir=None):
+def services_instance(shows, record_dir=None):
     """Map each active unit to {invocation_id, inactive_exit, loaded}: the running instance, when its
     unit began to start (epoch seconds) and the record of what a run loaded into it; None for a unit
     that is not active or when systemctl does not answer."""
-    instances = dict((unit, None) for unit in states)
+    instances = dict((unit, None) for unit in shows)
     wall_minus_monotonic = time.time() - time.monotonic()
-    for unit, state in states.items():
-        if not systemctl or state != 'active':
+    for unit, show in shows.items():
+        if not show or show['ActiveState'] != 'active':
             continue
-        args = [systemctl, 'show']
-        for prop in _daemon_record.INSTANCE_PROPERTIES:
-            args += ['-p', prop]
-        rc, out, _err, hung = runner.run(args + ['--', unit], _SYSTEMCTL_TIMEOUT_SECONDS)
-        if hung or rc != 0:
-            continue
-        show = _running_release.parse_show(out)
         usec = _activity.parse_monotonic_usec(show.get('InactiveExitTimestampMonotonic'))
         instances[unit] = dict(
             invocation_id=_daemon_record.invocation_id(show.get('InvocationID')),
@@ -888,23 +897,17 @@ def _same_file(path, other):
     return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
-def daemon_release(module, runner, systemctl, service, started, config_path, installed_release):
+def daemon_release(module, runner, show, started, config_path, installed_release):
     """{running, source, executable, replaced, unknown}: the IMEX release the running daemon runs.
 
-    ``started``: epoch seconds its main process started (None: not running); ``installed_release``:
-    what the installed nvidia-imex says of itself. Unknown is no answer: the caller takes no
-    decision on it.
+    ``show``: the daemon unit's unit_shows answer (None: systemctl did not answer); ``started``: epoch
+    seconds its main process started (None: not running); ``installed_release``: what the installed
+    nvidia-imex says of itself. Unknown is no answer: the caller takes no decision on it.
     """
     found = dict(running=None, source=None, executable=None, replaced=None, unknown=None)
     if started is None:
         return found
-    show = {}
-    if systemctl:
-        args = [systemctl, 'show']
-        for prop in _running_release.SHOW_PROPERTIES:
-            args += ['-p', prop]
-        rc, out, _err, hung = runner.run(args + ['--', service], _SYSTEMCTL_TIMEOUT_SECONDS)
-        show = _running_release.parse_show(out) if rc == 0 and not hung else {}
+    show = show or {}
     pid = _running_release.main_pid(show)
     installed = installed_imex(module)
     if pid:
@@ -1135,14 +1138,21 @@ def main():
 
     runner = BoundedRunner(module)
     summary = read_fabric(module, runner, smi) if params['fabric'] else None
-    systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin']) if params['services'] else None
-    states = service_states(runner, systemctl, params['services'])
+    systemctl = None
+    if params['services'] or params['daemon_release']:
+        systemctl = module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin'])
+    service = params['daemon_service']
+    units = list(params['services'])
+    if params['daemon_release'] and service not in units:
+        units.append(service)
+    shows = unit_shows(runner, systemctl, units)
+    listed = dict((unit, shows[unit]) for unit in params['services'])
     result = dict(changed=False,
                   files=dict((path, describe_file(path)) for path in params['files']),
                   stat_files=dict((path, stat_file(path)) for path in params['stat_files']),
-                  services=states,
-                  services_started=services_started(runner, systemctl, states),
-                  services_instance=services_instance(runner, systemctl, states))
+                  services=service_states(listed),
+                  services_started=services_started(listed),
+                  services_instance=services_instance(listed))
     if params['presence']:
         result['presence'] = dict((path, path_presence(path)) for path in params['presence'])
     if params['certificate_files']:
@@ -1159,13 +1169,8 @@ def main():
     if params['imex_version']:
         result['imex_version'] = installed_release
     if params['daemon_release']:
-        service = params['daemon_service']
-        if service in result['services_started']:
-            started = result['services_started'][service]
-        else:
-            systemctl = systemctl or module.get_bin_path('systemctl', opt_dirs=['/usr/bin', '/bin'])
-            started = services_started(runner, systemctl, service_states(runner, systemctl, [service]))[service]
-        release = daemon_release(module, runner, systemctl, service, started, params['daemon_config'],
+        started = services_started({service: shows[service]})[service]
+        release = daemon_release(module, runner, shows[service], started, params['daemon_config'],
                                  installed_release)
         if release['unknown']:
             module.warn('cannot tell which IMEX release the running %s daemon runs (%s); a daemon left on another '

@@ -143,6 +143,26 @@ def test_unreadable_output_carries_raw(run):
 
 
 SYSTEMCTL = '/usr/bin/systemctl'
+# What the read asks systemd of each unit, in one systemctl show.
+UNIT_PROPERTIES = ('ActiveEnterTimestampMonotonic', 'ActiveState', 'ExecMainStartTimestampMonotonic',
+                   'InactiveExitTimestampMonotonic', 'InvocationID', 'MainPID')
+
+
+def show_command(unit):
+    """The one systemctl show the read runs for ``unit``."""
+    command = [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show']
+    for prop in UNIT_PROPERTIES:
+        command += ['-p', prop]
+    return command + ['--', unit]
+
+
+def show_text(**values):
+    """systemctl show's stdout: every asked property on its own line, empty where ``values`` has none."""
+    return ''.join('%s=%s\n' % (prop, values.get(prop, '')) for prop in UNIT_PROPERTIES)
+
+
+def test_every_property_of_a_unit_is_asked_in_one_call():
+    assert imex_tray_info.UNIT_PROPERTIES == UNIT_PROPERTIES
 
 
 def test_files_are_described_as_a_write_would_compare_them(run, tmp_path):
@@ -228,33 +248,30 @@ def test_certificate_files_are_described_by_the_fingerprints_of_their_certificat
     assert ok and 'certificate_files' not in result
 
 
-def test_service_states_come_from_systemctl_is_active(run):
+def test_service_states_come_from_one_systemctl_show_per_unit(run):
+    answers = {
+        'nvidia-imex': (0, show_text(ActiveState='inactive', ExecMainStartTimestampMonotonic='0'), ''),
+        # systemd says "never" (0) for both start properties.
+        'simdriver': (0, show_text(ActiveState='active', ExecMainStartTimestampMonotonic='0',
+                                   ActiveEnterTimestampMonotonic='0'), ''),
+        'wedged': (124, '', ''),
+        'killed': (-9, show_text(ActiveState='activating'), ''),
+        'busless': (1, '', 'Failed to connect to bus: No such file or directory\n'),
+    }
+
     def answer(cmd):
-        if 'is-active' not in cmd and 'show' in cmd:
-            return 0, '0\n', ''
-        if cmd[-1] == 'nvidia-imex':
-            return 3, 'inactive\n', ''
-        if cmd[-1] == 'simdriver':
-            return 0, 'active\n', ''
-        if cmd[-1] == 'wedged':
-            return 124, '', ''
-        if cmd[-1] == 'killed':
-            return -9, 'activating\n', ''
+        if cmd[4] == SYSTEMCTL:
+            return answers[cmd[-1]]
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
-    ok, result, calls = run({'services': ['nvidia-imex', 'simdriver', 'wedged', 'killed']}, answer,
+    ok, result, calls = run({'services': list(answers)}, answer,
                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
     assert ok
-    assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None, 'killed': None}
-    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'is-active', '--', 'nvidia-imex'] in calls
-    # Only the active unit is asked since when it runs and which instance runs; systemd says "never" (0)
-    # for both start properties.
-    assert [cmd[4:] for cmd in calls if 'show' in cmd] == [
-        [SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--', 'simdriver'],
-        [SYSTEMCTL, 'show', '-p', 'ActiveEnterTimestampMonotonic', '--value', '--', 'simdriver'],
-        [SYSTEMCTL, 'show', '-p', 'InvocationID', '-p', 'InactiveExitTimestampMonotonic', '--', 'simdriver']]
-    assert result['services_started'] == {'nvidia-imex': None, 'simdriver': None, 'wedged': None, 'killed': None}
+    assert result['services'] == {'nvidia-imex': 'inactive', 'simdriver': 'active', 'wedged': None, 'killed': None,
+                                  'busless': None}
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command(unit) for unit in answers]
+    assert result['services_started'] == dict((unit, None) for unit in answers)
     assert result['services_instance'] == {
-        'nvidia-imex': None, 'wedged': None, 'killed': None,
+        'nvidia-imex': None, 'wedged': None, 'killed': None, 'busless': None,
         'simdriver': {'invocation_id': None, 'inactive_exit': None, 'loaded': None}}
 
 
@@ -279,15 +296,14 @@ class Clocks:
         return self.uptime
 
 
-def started_answer(properties):
-    """A run_command answer: nvidia-imex active, systemctl show answering from ``properties``
-    ({name: (rc, stdout)}), nvidia-smi -q a registered tray."""
+def started_answer(show):
+    """A run_command answer: systemctl show answering ``show`` (the values of an active nvidia-imex, or the
+    (rc, stdout) of the whole call), nvidia-smi -q a registered tray."""
     def answer(cmd):
-        if 'is-active' in cmd:
-            return 0, 'active\n', ''
-        if 'show' in cmd:
-            rc, out = properties.get(cmd[cmd.index('-p') + 1], (0, ''))
-            return rc, out, ''
+        if cmd[4] == SYSTEMCTL:
+            if isinstance(show, tuple):
+                return show + ('',)
+            return 0, show_text(**dict({'ActiveState': 'active'}, **show)), ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
     return answer
 
@@ -300,30 +316,30 @@ def run_started(run, monkeypatch, properties):
 
 def test_a_running_unit_is_dated_from_the_monotonic_start_of_its_main_process(run, monkeypatch):
     # The daemon started 1234.567891 s after boot: microseconds of CLOCK_MONOTONIC, as systemctl prints them.
-    ok, result, calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, '1234567891\n')})
+    ok, result, calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': '1234567891'})
     assert ok
+    assert result['services'] == {'nvidia-imex': 'active'}
     assert result['services_started'] == {'nvidia-imex': Clocks.BOOT + 1234.567891}
-    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'ExecMainStartTimestampMonotonic', '--value', '--',
-            'nvidia-imex'] in calls
-    # The one other show asks which instance runs.
-    assert [cmd[7] for cmd in calls if 'show' in cmd] == ['ExecMainStartTimestampMonotonic', 'InvocationID']
+    # The same call said which instance runs.
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command('nvidia-imex')]
 
 
-@pytest.mark.parametrize('main_start', ['0\n', '\n', ''])
+@pytest.mark.parametrize('main_start', ['0', ''])
 def test_without_a_main_process_start_the_unit_s_activation_counts(run, monkeypatch, main_start):
-    ok, result, _calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, main_start),
-                                                        'ActiveEnterTimestampMonotonic': (0, '98000000\n')})
+    ok, result, _calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': main_start,
+                                                        'ActiveEnterTimestampMonotonic': '98000000'})
     assert ok and result['services_started'] == {'nvidia-imex': Clocks.BOOT + 98.0}
 
 
-@pytest.mark.parametrize('properties', [
-    {'ExecMainStartTimestampMonotonic': (124, '')},                   # systemctl hung
-    {'ExecMainStartTimestampMonotonic': (1, 'Failed to connect to bus\n')},
-    {'ExecMainStartTimestampMonotonic': (0, 'n/a\n'), 'ActiveEnterTimestampMonotonic': (0, '0\n')},
+@pytest.mark.parametrize('show, state', [
+    ((124, ''), None),                                                    # systemctl hung
+    ((1, 'Failed to connect to bus\n'), None),
+    ((0, 'ExecMainStartTimestampMonotonic=1234567891\n'), None),          # no ActiveState: not an answer
+    ({'ExecMainStartTimestampMonotonic': 'n/a', 'ActiveEnterTimestampMonotonic': '0'}, 'active'),
 ])
-def test_a_start_time_that_cannot_be_read_is_null(run, monkeypatch, properties):
-    ok, result, _calls = run_started(run, monkeypatch, properties)
-    assert ok and result['services'] == {'nvidia-imex': 'active'}
+def test_a_start_time_that_cannot_be_read_is_null(run, monkeypatch, show, state):
+    ok, result, _calls = run_started(run, monkeypatch, show)
+    assert ok and result['services'] == {'nvidia-imex': state}
     assert result['services_started'] == {'nvidia-imex': None}
 
 
@@ -334,12 +350,7 @@ def test_the_start_time_is_on_the_wall_clock_of_the_files(run, tmp_path):
     config.write_text('SERVER_PORT=50000\n')
     started_usec = int((before - 30) * 1e6)   # the daemon started 30 s before the file changed
 
-    def answer(cmd):
-        if 'is-active' in cmd:
-            return 0, 'active\n', ''
-        if 'show' in cmd:
-            return 0, '%d\n' % started_usec, ''
-        return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
+    answer = started_answer({'ExecMainStartTimestampMonotonic': str(started_usec)})
     ok, result, _calls = run({'services': ['nvidia-imex'], 'files': [str(config)]}, answer,
                              bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
     assert ok
@@ -435,10 +446,8 @@ def test_without_the_fabric_only_what_runs_is_read(run):
             return 0, '1893402, /usr/bin/python3, 71680 MiB\n', ''
         if cmd[4] == SCONTROL:
             return 0, SLURM_NODE, ''
-        if 'is-active' in cmd:
-            return 0, 'active\n', ''
-        if 'show' in cmd:
-            return 0, '1234567891\n', ''
+        if cmd[4] == SYSTEMCTL:
+            return 0, show_text(ActiveState='active', ExecMainStartTimestampMonotonic='1234567891'), ''
         raise AssertionError('not expected without the fabric: %r' % (cmd,))
     ok, result, calls = run({'fabric': False, 'compute_apps': True, 'slurm_state': True,
                              'slurm_node_name': 'gpu-a07', 'services': ['nvidia-imex']}, answer,
@@ -518,8 +527,8 @@ def test_service_enablement_comes_from_systemctl_is_enabled(run):
         if 'is-enabled' in cmd:
             return {'nvidia-imex': (1, 'masked\n', ''), 'other': (0, 'enabled\n', ''),
                     'wedged': (124, '', '')}[cmd[-1]]
-        if 'is-active' in cmd:
-            return 3, 'inactive\n', ''
+        if cmd[4] == SYSTEMCTL:
+            return 0, show_text(ActiveState='inactive'), ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
     ok, result, calls = run({'services': ['nvidia-imex', 'other', 'wedged'], 'service_enabled': True}, answer,
                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL})
@@ -625,12 +634,9 @@ MAIN_START_USEC = 101500000
 def release_answer(installed='580.95.09', old='580.105.08'):
     """run_command answers of a tray whose nvidia-imex unit runs: systemctl, both --version calls, nvidia-smi."""
     def answer(cmd):
-        if 'is-active' in cmd:
-            return 0, 'active\n', ''
-        if 'show' in cmd and '--value' in cmd:
-            return 0, '%d\n' % MAIN_START_USEC, ''
-        if 'show' in cmd:
-            return 0, 'MainPID=%d\nInactiveExitTimestampMonotonic=%d\n' % (DAEMON_PID, ACTIVATION_USEC), ''
+        if cmd[4] == SYSTEMCTL:
+            return 0, show_text(ActiveState='active', ExecMainStartTimestampMonotonic=MAIN_START_USEC,
+                                MainPID=DAEMON_PID, InactiveExitTimestampMonotonic=ACTIVATION_USEC), ''
         if cmd[-1] == '--version':
             return 0, 'IMEX version is: %s\n' % (installed if cmd[-2] == IMEX else old), ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
@@ -641,13 +647,13 @@ def release_answer(installed='580.95.09', old='580.105.08'):
 def run_release(run, monkeypatch, tmp_path):
     """run_release(exe_target, config=None) -> (ok, result, calls): a read with daemon_release on a tray whose
     daemon's /proc/<pid>/exe links to ``exe_target`` (a fake /proc under tmp_path)."""
-    def _run(exe_target, config=None, answer=None):
+    def _run(exe_target, config=None, answer=None, services=('nvidia-imex',)):
         proc = tmp_path / 'proc' / str(DAEMON_PID)
         proc.mkdir(parents=True)
         os.symlink(exe_target, str(proc / 'exe'))
         monkeypatch.setattr(imex_tray_info, '_PROC', str(tmp_path / 'proc'))
         monkeypatch.setattr(imex_tray_info, 'time', Clocks())
-        args = {'services': ['nvidia-imex'], 'imex_version': True, 'daemon_release': True}
+        args = {'services': list(services), 'imex_version': True, 'daemon_release': True}
         if config is not None:
             args['daemon_config'] = config
         return run(args, answer or release_answer(),
@@ -660,10 +666,18 @@ def test_a_daemon_that_runs_the_installed_file_runs_the_installed_release(run_re
     ok, result, calls = run_release(IMEX)
     assert ok and result['daemon_release'] == {'running': '580.95.09', 'source': 'executable', 'executable': IMEX,
                                                'replaced': False, 'unknown': None}
-    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'MainPID', '-p', 'InactiveExitTimestampMonotonic',
-            '--', 'nvidia-imex'] in calls
+    # The unit's one show, that RV(services) and the rest were read from, named the main process.
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command('nvidia-imex')]
     # The installed binary is asked once, for both keys.
     assert [cmd for cmd in calls if cmd[-1] == '--version'] == [[TIMEOUT, '-k', '5', '30', IMEX, '--version']]
+
+
+def test_the_daemon_s_release_is_read_when_its_unit_is_not_among_the_services(run_release, monkeypatch):
+    monkeypatch.setattr(imex_tray_info, '_same_file', lambda path, other: other == IMEX)
+    ok, result, calls = run_release(IMEX, services=())
+    assert ok and result['daemon_release']['running'] == '580.95.09'
+    assert result['services'] == {} and result['services_started'] == {}
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command('nvidia-imex')]
 
 
 def test_a_binary_replaced_under_the_daemon_is_asked_its_own_release(run_release, tmp_path):
@@ -735,8 +749,8 @@ def test_a_config_that_keeps_the_start_line_out_of_a_file_says_so(run_release, t
 
 def test_no_release_is_read_of_a_daemon_that_does_not_run(run):
     def answer(cmd):
-        if 'is-active' in cmd:
-            return 3, 'failed\n', ''
+        if cmd[4] == SYSTEMCTL:
+            return 0, show_text(ActiveState='failed', MainPID='0'), ''
         if cmd[-1] == '--version':
             return 0, 'IMEX version is: 580.95.09\n', ''
         return 0, sample('smi_q_580.173.02_gb200_completed.txt'), ''
@@ -744,7 +758,8 @@ def test_no_release_is_read_of_a_daemon_that_does_not_run(run):
                             bins={'nvidia-smi': SMI, 'timeout': TIMEOUT, 'systemctl': SYSTEMCTL, 'nvidia-imex': IMEX})
     assert ok and result['daemon_release'] == {'running': None, 'source': None, 'executable': None, 'replaced': None,
                                                'unknown': None}
-    assert not [cmd for cmd in calls if 'show' in cmd] and not result.get('_warnings')
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command('nvidia-imex')]
+    assert not result.get('_warnings')
 
 
 def test_the_running_instance_and_the_record_of_what_it_loaded(run, monkeypatch, tmp_path):
@@ -755,30 +770,30 @@ def test_the_running_instance_and_the_record_of_what_it_loaded(run, monkeypatch,
     digest = hashlib.sha256(b'198.18.1.11\n').hexdigest()
     (tmp_path / 'nvidia-imex.json').write_text(_daemon_record.build('nvidia-imex', instance, {'/etc/n': digest}))
     ok, result, calls = run_started(run, monkeypatch, {
-        'ExecMainStartTimestampMonotonic': (0, '1234567891\n'),
-        'InvocationID': (0, 'InvocationID=%s\nInactiveExitTimestampMonotonic=1234000000\n' % instance)})
+        'ExecMainStartTimestampMonotonic': '1234567891', 'InvocationID': instance,
+        'InactiveExitTimestampMonotonic': '1234000000'})
     assert ok
     assert result['services_instance'] == {'nvidia-imex': {
         'invocation_id': instance, 'inactive_exit': Clocks.BOOT + 1234.0,
         'loaded': {'invocation_id': instance, 'files': {'/etc/n': digest}}}}
-    assert [TIMEOUT, '-k', '5', '30', SYSTEMCTL, 'show', '-p', 'InvocationID', '-p', 'InactiveExitTimestampMonotonic',
-            '--', 'nvidia-imex'] in calls
+    assert [cmd for cmd in calls if cmd[4] == SYSTEMCTL] == [show_command('nvidia-imex')]
 
 
-@pytest.mark.parametrize('answer, record, expected', [
+@pytest.mark.parametrize('show, record, expected', [
     # No record (started by hand, or the tray rebooted since): the instance alone.
-    ((0, 'InvocationID=7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071\nInactiveExitTimestampMonotonic=0\n'), None,
+    ({'InvocationID': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071', 'InactiveExitTimestampMonotonic': '0'}, None,
      {'invocation_id': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071', 'inactive_exit': None, 'loaded': None}),
     # A damaged record is none.
-    ((0, 'InvocationID=7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071\n'), '{"format": 1, "invoc',
+    ({'InvocationID': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071'}, '{"format": 1, "invoc',
      {'invocation_id': '7c2d0a1f6e3b5d7f9a1b2c3d4e5f6071', 'inactive_exit': None, 'loaded': None}),
     # systemctl show hung: nothing is known of the instance.
     ((124, ''), None, None),
 ])
-def test_an_instance_without_a_record_or_an_answer(run, monkeypatch, tmp_path, answer, record, expected):
+def test_an_instance_without_a_record_or_an_answer(run, monkeypatch, tmp_path, show, record, expected):
     monkeypatch.setattr(_daemon_record, 'RECORD_DIR', str(tmp_path))
     if record is not None:
         (tmp_path / 'nvidia-imex.json').write_text(record)
-    ok, result, _calls = run_started(run, monkeypatch, {'ExecMainStartTimestampMonotonic': (0, '1234567891\n'),
-                                                        'InvocationID': answer})
+    if isinstance(show, dict):
+        show = dict(show, ExecMainStartTimestampMonotonic='1234567891')
+    ok, result, _calls = run_started(run, monkeypatch, show)
     assert ok and result['services_instance'] == {'nvidia-imex': expected}
