@@ -4,8 +4,10 @@ converged domain converges it first, and each leaves the domain converged and st
 - modes switch both ways: static -> dra -> dra_host_managed -> static. Each run ends in the unit state
   its mode wants and, where the host daemon runs, a validated UP domain. The dra mode masks the host
   daemon and leaves the channel device nodes to the DRA driver (only this collection's modprobe drop-in
-  goes); a later run in another mode unmasks and starts the daemon and puts the drop-in back. Leaving
-  dra_host_managed closes the command socket again;
+  goes, and the boot entries of the isolation channels the static mode made); a later run in another
+  mode unmasks and starts the daemon and puts the drop-in back. Once those entries are gone, a dra run
+  with nothing to do neither runs the channels role nor takes a lock. Leaving dra_host_managed closes the
+  command socket again;
 - versions are checked before anything is written: a tray whose nvidia-imex is not its driver's release,
   and a domain whose trays run different releases, are refused by the run's one read of the trays,
   naming trays and versions, before any write or restart;
@@ -29,6 +31,8 @@ pytestmark = requires_rack
 RACK_SHAPE = (1, 3)
 CHANNEL0 = "/dev/nvidia-caps-imex-channels/channel0"
 DROP_IN = "/etc/modprobe.d/nvidia-imex.conf"
+# The boot entries of the isolation channels (imex_channels), made in the static mode.
+CHANNELS_BOOT_DIR = "/etc/rackscale-imex/channels.d"
 
 
 def unit_state(rack, tray):
@@ -37,12 +41,17 @@ def unit_state(rack, tray):
     return active, enabled
 
 
-def converge(rack, tmp_path, mode):
+def site_in_mode(rack, tmp_path, mode, **more):
+    """site.yml in ``mode``: (the run, its report directory)."""
     reports = str(tmp_path / mode)
-    extravars = {"imex_report_dir": reports, "imex_validate_timeout_s": 120, "imex_mode": mode}
+    extravars = dict({"imex_report_dir": reports, "imex_validate_timeout_s": 120, "imex_mode": mode}, **more)
     if mode == "dra":
         extravars["imex_channel0"] = False
-    run = run_playbook("site.yml", rack.inventory, extravars=extravars)
+    return run_playbook("site.yml", rack.inventory, extravars=extravars), reports
+
+
+def converge(rack, tmp_path, mode, **more):
+    run, reports = site_in_mode(rack, tmp_path, mode, **more)
     assert run.rc == 0, "%s:\n%s" % (mode, run.stdout[-3000:])
     return reports
 
@@ -56,14 +65,22 @@ def assert_daemon_up(rack, reports):
 
 def test_every_mode_transition_ends_in_the_wanted_state(simulated_rack, tmp_path):
     rack = simulated_rack
-    assert_daemon_up(rack, converge(rack, tmp_path, "static"))
+    assert_daemon_up(rack, converge(rack, tmp_path, "static", imex_channels=[{"channel": 5}]))
+    for tray in rack.trays_of(1):
+        assert rack.ssh(tray, "test", "-d", CHANNELS_BOOT_DIR).returncode == 0, tray
 
     converge(rack, tmp_path, "dra")
     for tray in rack.trays_of(1):
         assert unit_state(rack, tray) == ("inactive", "masked"), tray
-        # The node stays for the DRA driver; only the collection's own drop-in goes.
+        # The node stays for the DRA driver; only the collection's own drop-in and boot entries go.
         assert rack.ssh(tray, "test", "-c", CHANNEL0).returncode == 0, tray
         assert rack.ssh(tray, "test", "-e", DROP_IN).returncode != 0, tray
+        assert rack.ssh(tray, "test", "-e", CHANNELS_BOOT_DIR).returncode != 0, tray
+    # The read says the entries are gone: nothing for the channels role, nothing to lock.
+    again, _reports = site_in_mode(rack, tmp_path, "dra")
+    assert again.rc == 0, again.stdout[-3000:]
+    assert again.changed_hosts() == [] and "imex_channels" not in again.roles_run()
+    assert again.module_results("rackscale.imex.imex_lock") == []
 
     # Out of dra straight into another mode whose daemon runs on the host.
     assert_daemon_up(rack, converge(rack, tmp_path, "dra_host_managed"))

@@ -10,7 +10,7 @@ static        always running             node list, config.cfg, TLS     whole do
 dra_host_managed  as static, with the unix socket the DRA driver asks
 slurm         as static; Slurm's switch/nvidia_imex owns the channels (slurm.conf checked)
 slurm_per_job started by each job's prolog  config.cfg, map, prolog, epilog   never  the installation (+ a probe job)
-dra           none: handed over to the DRA driver (stopped, disabled)         never  not on converge
+dra           none: handed over to the DRA driver (stopped, masked)           never  not on converge
 """
 from __future__ import annotations
 
@@ -51,6 +51,9 @@ class Static:
     unix_socket = False
     # The domain is the Slurm prolog's (per job): its installation is judged, not a daemon.
     per_job = False
+    # The read asks systemd whether the daemon's unit is enabled (systemctl is-enabled): where the mode
+    # leaves the daemon to another owner and checks that it is left so.
+    reads_enablement = False
     # A converge proves the domain (else only validate.yml does).
     proven_after_converge = True
     # The node list may name slots (imex_node_names), mapped to addresses in each tray's /etc/hosts; else why not.
@@ -124,6 +127,11 @@ class Static:
         """Refusals of handing the host daemon over to another owner."""
         return []
 
+    def handover(self, read, service):
+        """Whether the run hands the host daemon over to another owner (stops and masks it) on a tray (read: its
+        TrayRead)."""
+        return False
+
     def proven_now(self, converge, check_mode):
         """Whether the domain's status read proves it in this run (check mode restarts, so proves, nothing)."""
         return not converge or (self.proven_after_converge and not check_mode)
@@ -162,6 +170,7 @@ class SlurmPerJob(Slurm):
     writes_node_list = False
     reloads_tls = False
     per_job = True
+    reads_enablement = True
     slurm_conf_checks = ("PrologFlags", "Prolog and Epilog")
     node_names = False
     node_names_refused = "the prolog writes each job's node list of addresses"
@@ -202,12 +211,19 @@ class Dra(Static):
     runs_host_daemon = False
     writes_daemon_files = False
     writes_node_list = False
+    reads_enablement = True
     owns_channels = False
     channels_owner = "the DRA driver"
     channel0_owner = "the Kubernetes DRA driver injects channels into its pods"
     proven_after_converge = False
     node_names = False
     node_names_refused = "the DRA driver writes its own node list of names in its pods"
+
+    def handover(self, read, service):
+        # Stopped and masked: handed over already, nothing to write (nor to lock for). A read that cannot tell
+        # (no enablement read) hands it over again, which changes nothing on a tray handed over.
+        enabled = (read.get("services_enabled") or {}).get(service)
+        return not (read.service(service) in ("inactive", "failed") and enabled == "masked")
 
     def handover_problems(self, name, domain, reads, converge):
         if not converge:

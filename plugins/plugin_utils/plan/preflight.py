@@ -195,6 +195,7 @@ def preflight(model, tray_options, play_hosts, run_id, check_mode=False, report_
             read_stat_files=tls_paths(options) + ([tls_reload_mark(options)] if options.get("imex_tls") else [])
             + leftovers,
             read_presence=mode.read_presence(),
+            read_enablement=mode.reads_enablement,
             tls_files=tls_paths(options),
             # The CA bundle and certificate it holds, read as SHA-256 fingerprints (never the key): whether
             # a TLS change can be made by reload across the domain (tls_change_class).

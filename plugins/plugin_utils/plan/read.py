@@ -92,7 +92,7 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             entry.write_nodes = bool(drift["nodes"]) and mode.writes_node_list
             entry.write_config = bool(drift["config"]) and mode.writes_daemon_files
             entry.write_tls = bool(options.get("imex_tls")) and mode.writes_daemon_files
-            entry.handover = not mode.writes_daemon_files
+            entry.handover = mode.handover(read, service)
             entry.channels = channels_to_ensure(entry.channel_entries, read.get("channels", {}))
             entry.stopped = read.service(service) in ("inactive", "failed")
             # A reboot for the channel option cuts what runs on the tray as a restart does.

@@ -98,6 +98,7 @@ class Tray:
     read_files: list = UNSET             # files its read reads (content)
     read_stat_files: list = UNSET        # files its read only stats
     read_presence: list = UNSET          # paths its read reports the presence of (what the channels role removes)
+    read_enablement: bool = UNSET        # its read asks whether the daemon's unit is enabled
     read_certificate_files: list = UNSET  # its CA bundle and certificate, read as fingerprints
     tls_files: list = UNSET
     tls_certificate: Optional[dict] = UNSET

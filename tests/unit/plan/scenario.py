@@ -65,6 +65,10 @@ class Tray:
         # The release the running daemon runs (the installed one once a run starts it).
         self.release = (read.get("daemon_release") or {}).get("running")
         self.instance = copy.deepcopy((read.get("services_instance") or {}).get(SERVICE))
+        # {channel: state} the imex_channels role last ensured (None: as recorded).
+        self.channels = None
+        # Masked: handed over to the DRA driver (a start by a run in another mode unmasks it).
+        self.masked = (read.get("services_enabled") or {}).get(SERVICE) == "masked"
         # Its /etc/hosts, and the block of slot names its running daemon resolved (at start, or at SIGUSR1).
         self.hosts = HOSTS
         self.resolved = self.hosts_block()
@@ -107,12 +111,24 @@ class Tray:
             read["daemon_release"] = dict(read["daemon_release"], running=self.release if self.running else None)
         if "services_instance" in read:
             read["services_instance"] = {SERVICE: copy.deepcopy(self.instance) if self.running else None}
+        if self.channels is not None and read.get("channels"):
+            wanted = {str(found["channel"]): found.get("state", "present") for found in entry["channel_entries"]}
+            read["channels"] = {channel: {"changed": False} if self.channels.get(channel) == wanted.get(channel)
+                                else found for channel, found in read["channels"].items()}
+        if entry.get("read_enablement"):
+            recorded = (self.template.get("services_enabled") or {}).get(SERVICE)
+            unmasked = recorded if recorded not in (None, "masked") else "enabled"
+            read["services_enabled"] = {SERVICE: "masked" if self.masked else unmasked}
         if entry.get("read_hosts"):
             found = describe(self.hosts)
             read["hosts_block"] = {"path": entry["read_hosts"], "exists": True, "sha256": found["sha256"],
                                    "entries": found["entries"], "error": found["error"],
                                    "names_outside": names_outside(self.hosts, slot_names)}
         return read
+
+    def ensure_channels(self, entries):
+        """The imex_channels role: every channel of the tray's entries as they ask."""
+        self.channels = {str(found["channel"]): found.get("state", "present") for found in entries}
 
     def write(self, path, text):
         """The write modules' atomic replace: new content, change time now. True when it changed."""
@@ -127,7 +143,7 @@ class Tray:
         """A new instance of the unit, begun now. ``recorded``: the files whose content the run that started
         it records as loaded (its handler, tied to the instance); none for a start by hand. ``hosts_file``:
         the handler records the hosts block the instance resolved too."""
-        self.running, self.started, self.runs = True, self.clock.now(), self._on_disk()
+        self.running, self.started, self.runs, self.masked = True, self.clock.now(), self._on_disk(), False
         self.release = self.template.get("imex_version")
         invocation = "started-at-%d" % self.started
         loaded = {"invocation_id": invocation,
@@ -384,6 +400,12 @@ class Run:
                                            % (lock["domain"], lock["holder"])])
             bed.events.append(("refresh", outcome.run_id, sorted({lock["domain"] for lock in refreshed}),
                                [lock["holder"] for lock in refreshed]))
+        # The imex_channels role (the first wave of each of its trays' domains), before the writes.
+        if not self.check:
+            for name in wave:
+                for tray in plan["domains"][name]["trays_in_run"]:
+                    if plan["trays"][tray]["channels_role"]:
+                        bed.trays[tray].ensure_channels(plan["trays"][tray]["channel_entries"])
         writes = {}
         for name in wave:
             domain = plan["domains"][name]
@@ -456,6 +478,7 @@ class Run:
         for_real = not (self.check or entry["predicted"])
         if entry["handover"] and for_real:
             target.stop()
+            target.masked = True
         done = []
         if entry.get("write_node_list", entry["write_nodes"]):
             # imex_nodes_config: the block of slot names first, then the node list, in one run.

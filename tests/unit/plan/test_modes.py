@@ -7,9 +7,11 @@ import glob
 import os
 import re
 
+import pytest
 import yaml
 
 from ansible_collections.rackscale.imex.plugins.plugin_utils.plan import modes
+from ansible_collections.rackscale.imex.plugins.plugin_utils.plan.records import TrayRead
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 MODE_NAMES = ("static", "slurm", "slurm_per_job", "dra", "dra_host_managed")
@@ -59,3 +61,24 @@ def test_the_check_finds_a_mode_tested_by_its_name():
                  'if mode not in ("slurm", "slurm_per_job"):', 'host_daemon = name != "dra"'):
         assert MODE_TEST.search(line), line
     assert not MODE_TEST.search("if modes.of(domain.mode).per_job:")
+
+
+@pytest.mark.parametrize(("state", "enabled", "handover"), [
+    ("active", "enabled", True),       # the host daemon still runs: stop and mask it
+    ("inactive", "disabled", True),    # stopped, not masked: something could start it again
+    ("inactive", "masked", False),     # handed over already
+    ("failed", "masked", False),
+    ("active", "masked", True),        # masked under a running daemon: it still has to stop
+    ("inactive", None, True),          # the read cannot tell: hand it over again (changes nothing if done)
+])
+def test_the_dra_mode_hands_the_daemon_over_unless_the_read_shows_it_stopped_and_masked(state, enabled, handover):
+    raw = {"services": {"nvidia-imex": state}}
+    if enabled is not None:
+        raw["services_enabled"] = {"nvidia-imex": enabled}
+    read = TrayRead.of(raw)
+    assert modes.of("dra").handover(read, "nvidia-imex") is handover
+    assert not any(modes.of(name).handover(read, "nvidia-imex") for name in MODE_NAMES if name != "dra")
+
+
+def test_the_modes_that_leave_the_daemon_to_another_owner_read_its_enablement():
+    assert {name for name, mode in modes.MODES.items() if mode.reads_enablement} == {"slurm_per_job", "dra"}

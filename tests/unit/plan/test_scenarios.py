@@ -176,6 +176,27 @@ def test_a_run_with_nothing_to_do_takes_no_lock_and_is_not_held_back_by_another_
     assert bed.locks == {T1: "run-a", T2: "run-a"} and (outcome.written, outcome.restarted) == ({}, [])
 
 
+def test_a_domain_handed_over_to_the_dra_driver_is_not_locked_by_the_next_run():
+    """The handover stops and masks the host daemons, under the domain's lock; the next dra run reads them
+    stopped and masked, has nothing to do, and takes no lock (else every run would block the next). A daemon
+    unmasked behind the run's back is handed over again."""
+    bed = Bed("mode_dra")
+    dra = {"imex_mode": "dra", "imex_channel0": False}
+    first = run(bed, every=dra)
+    assert not first.refused and dict(first.plans)["read"]["locks"], first.problems
+    assert all(bed.trays[tray].masked and not bed.trays[tray].running for tray in ALL)
+    bed.locks[T1] = bed.locks[T2] = "run-a"
+    again = run(bed, run_id="run-b", every=dra)
+    assert not again.refused and dict(again.plans)["read"]["locks"] == [], again.problems
+    assert bed.locks == {T1: "run-a", T2: "run-a"}
+    del bed.locks[T1], bed.locks[T2]
+    bed.trays[T2].masked = False
+    unmasked = run(bed, every=dra)
+    plan = dict(unmasked.plans)["reread"]
+    assert not unmasked.refused and [tray for tray in ALL if plan["trays"][tray]["handover"]] == [T2]
+    assert bed.trays[T2].masked
+
+
 def _read_during_anothers_restart(bed):
     """Run B reads the domain while run A, which wrote a new config, runs its pre-restart tasks (its daemons
     still run the old files: a restart is pending); A then restarts the domain and ends; B goes on."""
