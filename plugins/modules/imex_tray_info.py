@@ -1146,12 +1146,13 @@ def main():
     if params['daemon_release'] and service not in units:
         units.append(service)
     shows = unit_shows(runner, systemctl, units)
+    started = services_started(shows)
     listed = dict((unit, shows[unit]) for unit in params['services'])
     result = dict(changed=False,
                   files=dict((path, describe_file(path)) for path in params['files']),
                   stat_files=dict((path, stat_file(path)) for path in params['stat_files']),
                   services=service_states(listed),
-                  services_started=services_started(listed),
+                  services_started=dict((unit, started[unit]) for unit in listed),
                   services_instance=services_instance(listed))
     if params['presence']:
         result['presence'] = dict((path, path_presence(path)) for path in params['presence'])
@@ -1169,8 +1170,7 @@ def main():
     if params['imex_version']:
         result['imex_version'] = installed_release
     if params['daemon_release']:
-        started = services_started({service: shows[service]})[service]
-        release = daemon_release(module, runner, shows[service], started, params['daemon_config'],
+        release = daemon_release(module, runner, shows[service], started[service], params['daemon_config'],
                                  installed_release)
         if release['unknown']:
             module.warn('cannot tell which IMEX release the running %s daemon runs (%s); a daemon left on another '
