@@ -1,7 +1,7 @@
 """Benchmark of rackscale.imex on the simulated rack, against the `ansible -m ping` floor.
 
-Two phases, each on a bed of its own (simrack), one bed up at a time, under the machine's bed lock
-(BED_LOCK, the one tests/e2e takes: simrack's names are fixed, two beds cannot coexist):
+Two phases, each on a bed of its own (simrack), one bed up at a time, in slot 0, holding the bed locks
+of both slots (bed_lock(), the ones tests/e2e and the soak take): the figures are the machine's alone:
 - two racks: every repetition on one fresh bed of two racks. The one-rack scenarios use an inventory
   of its first rack while the second runs converged beside it, so both sides of the scaling ratio
   share the same simulated background (the second rack's trays and daemons run on this machine's
@@ -44,11 +44,21 @@ REPO = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out")
 SIMRACK = os.path.join(REPO, "tests", "rack", "simrack")
 BIN = os.path.dirname(sys.executable)
-# Only one simulated bed can be up per machine (simrack's namespace and container names are fixed):
-# the bench waits for this lock, as tests/e2e/conftest.py does, and holds it while it runs.
-BED_LOCK = "/var/tmp/simrack-bed.lock"
-# A bed brought up by someone who does not take the lock (tools/site-demo, tests/rack) shows here.
-FABRIC_NS = "/run/netns/imex-fabric"
+# A machine holds one simulated bed per simrack slot (0 or 1: each its own names and addresses). Whoever
+# brings one up holds the slot's lock (tests/e2e/conftest.py and tools/test for slot 0, the soak for its
+# --slot); the bench holds both, so that no other bed shares the machine while it measures.
+SLOTS = (0, 1)
+
+
+def bed_lock(slot):
+    return "/var/tmp/simrack-bed.lock" if slot == 0 else "/var/tmp/simrack-bed-%d.lock" % slot
+
+
+def fabric_ns(slot):
+    """A bed brought up by someone who does not take the lock (tools/site-demo, tests/rack) shows here."""
+    return "/run/netns/%s-fabric" % ("imex" if slot == 0 else "imex%d" % slot)
+
+
 FOREIGN_BED_WAIT_S = 30 * 60
 
 SITE = "playbooks/site.yml"
@@ -432,49 +442,53 @@ def with_suppressed(call, *args):
 
 
 class BedLock:
-    """The machine's bed lock (BED_LOCK, flock), waited for, held until release()."""
+    """The bed locks of some slots (bed_lock(), flock), waited for in slot order, held until release()."""
 
-    def __init__(self, runner):
+    def __init__(self, runner, slots=SLOTS):
         self.runner = runner
-        self.handle = None
+        self.slots = sorted(slots)
+        self.handles = []
         self.waited_s = 0.0
 
     def acquire(self):
         start = time.monotonic()
-        self.handle = open(BED_LOCK, "a", encoding="utf-8")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say("[bench] waiting for the bed lock %s: another test run has a bed up" % BED_LOCK)
-            # Blocked in the kernel's queue (a poll would rarely catch the moment a test run that
-            # brings up bed after bed lets go); a signal meanwhile raises Interrupted from its handler.
-            with self.runner.raising():
-                fcntl.flock(self.handle, fcntl.LOCK_EX)
-        told, foreign = False, time.monotonic()
-        while os.path.exists(FABRIC_NS):
-            if not told:
-                say("[bench] a simulated rack is up without the bed lock (%s exists): waiting up to %d min for it "
-                    "to come down" % (FABRIC_NS, FOREIGN_BED_WAIT_S // 60))
-                told = True
-            if time.monotonic() - foreign > FOREIGN_BED_WAIT_S:
-                raise BenchError("a simulated rack is still up (%s); if it is a leftover, `tests/rack/simrack down "
-                                 "--state DIR` with its state dir (/var/tmp/simrack*) removes it" % FABRIC_NS)
-            self.runner.sleep(2)
+        for slot in self.slots:
+            path = bed_lock(slot)
+            handle = open(path, "a", encoding="utf-8")
+            self.handles.append(handle)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                say("[%s] waiting for the bed lock %s: another test run has a bed up" % (self.runner.label, path))
+                # Blocked in the kernel's queue (a poll would rarely catch the moment a test run that
+                # brings up bed after bed lets go); a signal meanwhile raises Interrupted from its handler.
+                with self.runner.raising():
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+            told, foreign = False, time.monotonic()
+            while os.path.exists(fabric_ns(slot)):
+                if not told:
+                    say("[%s] a simulated rack is up without the bed lock (%s exists): waiting up to %d min for it "
+                        "to come down" % (self.runner.label, fabric_ns(slot), FOREIGN_BED_WAIT_S // 60))
+                    told = True
+                if time.monotonic() - foreign > FOREIGN_BED_WAIT_S:
+                    raise BenchError("a simulated rack is still up (%s); if it is a leftover, `tests/rack/simrack down "
+                                     "--state DIR` with its state dir (/var/tmp/simrack*) removes it" % fabric_ns(slot))
+                self.runner.sleep(2)
         self.waited_s = time.monotonic() - start
         if self.waited_s >= 1:
-            say("[bench] bed lock taken after %s" % duration(self.waited_s))
+            say("[%s] bed lock taken after %s" % (self.runner.label, duration(self.waited_s)))
 
     def release(self):
-        if self.handle is not None:
-            self.handle.close()     # closing drops the flock
-            self.handle = None
+        while self.handles:
+            self.handles.pop().close()      # closing drops the flock
 
 
 class Bed:
-    """A simulated bed of a given shape, in a state dir of its own (made at up(), removed at close())."""
+    """A simulated bed of a given shape in a simrack slot, in a state dir of its own (made at up(),
+    removed at close())."""
 
-    def __init__(self, runner, racks, trays):
-        self.runner, self.racks, self.trays = runner, racks, trays
+    def __init__(self, runner, racks, trays, slot=0):
+        self.runner, self.racks, self.trays, self.slot = runner, racks, trays, slot
         self.state = None
         self.inventory = None
         self.used = False           # a state dir was made (a bring-up began)
@@ -485,7 +499,8 @@ class Bed:
         self.state = tempfile.mkdtemp(prefix="simrack-bench-", dir="/var/tmp")
         self.used = True
         returncode, stdout, stderr = self.runner.run(
-            [SIMRACK, "up", "--state", self.state, "--racks", str(self.racks), "--trays", str(self.trays)], BRINGUP)
+            [SIMRACK, "up", "--state", self.state, "--slot", str(self.slot), "--racks", str(self.racks),
+             "--trays", str(self.trays)], BRINGUP)
         # Interrupted: simrack up tore down what it had started; close() finishes the job.
         self.runner.check()
         if returncode != 0:

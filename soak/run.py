@@ -9,9 +9,10 @@ After every step the invariants of soak/invariants.py are checked from the trays
 OUT/results.json and OUT/summary.md after every step; prints the seed first and, on a failed
 invariant, the command that replays the series. --shrink re-runs the series (cut after the first
 failing step) with fewer faults (delta debugging) to find the smallest failing one.
-Takes the machine's bed lock and tears its bed down on SIGINT, SIGTERM and SIGHUP, as bench/run.py.
+Takes the bed lock of its simrack slot (--slot, default 0; `make test` runs its short soak in slot 1,
+beside the e2e stage's beds) and tears its bed down on SIGINT, SIGTERM and SIGHUP, as bench/run.py.
 Usage: .venv/bin/python soak/run.py [--seed N] [--steps 50] [--racks 2] [--trays 4] [--out DIR]
-       [--keep-faults ID,ID...] [--shrink] [--shrink-budget 4]
+       [--slot 0|1] [--keep-faults ID,ID...] [--shrink] [--shrink-budget 4]
 """
 from __future__ import annotations
 
@@ -153,8 +154,7 @@ class Soak:
         self.topology = {"rack%d" % r: [plan.tray_name(r, i) for i in range(1, args.trays + 1)]
                          for r in range(1, args.racks + 1)}
         self.domain_of = {t: d for d, ts in self.topology.items() for t in ts}
-        self.addresses = {plan.tray_name(r, i): "198.18.%d.%d" % (r, 10 + i)
-                          for r in range(1, args.racks + 1) for i in range(1, args.trays + 1)}
+        self.addresses = bed_addresses(bed.inventory)
         self.active = {}            # fault id -> fault (lasting, injected)
         self.windows = []           # the soak's own fault commands: {trays, start, end, what}
         self.busy = {}              # tray -> (start, end|None)
@@ -744,9 +744,17 @@ def write_results(out, args, records, counts, extra=None):
         handle.write("\n".join(lines) + "\n")
 
 
+def bed_addresses(inventory):
+    """Each tray's IMEX address, as the bed's inventory gives it (its slot decides the network)."""
+    import yaml
+    with open(inventory) as handle:
+        domains = yaml.safe_load(handle)["all"]["children"]["imex_domains"]["children"]
+    return {tray: host["imex_address"] for group in domains.values() for tray, host in group["hosts"].items()}
+
+
 def run_series(runner, args, series, out, on_record=None):
     """One series on a fresh bed; returns (records, counts). The bed always comes down."""
-    bed = bench.Bed(runner, args.racks, args.trays)
+    bed = bench.Bed(runner, args.racks, args.trays, slot=args.slot)
     records, soak = [], None
     try:
         say("bringing up a %d x %d bed" % (args.racks, args.trays))
@@ -770,6 +778,8 @@ def parse_args(argv=None):
     parser.add_argument("--racks", type=int, default=2)
     parser.add_argument("--trays", type=int, default=4)
     parser.add_argument("--out", default=OUT)
+    parser.add_argument("--slot", type=int, choices=bench.SLOTS, default=0,
+                        help="the simrack slot of the soak's bed (1: beside another test run's bed in slot 0)")
     parser.add_argument("--keep-faults", default=None, help="replay with only these fault ids (a shrunk series)")
     parser.add_argument("--shrink", action="store_true", help="on a failure, search the smallest failing set of faults")
     parser.add_argument("--shrink-budget", type=int, default=4, help="re-runs the shrink may make")
@@ -791,7 +801,7 @@ def main(argv=None):
     series = plan.draw_series(args.seed, args.steps, args.racks, args.trays)
     if args.keep is not None:
         series = plan.keep_faults(series, args.keep)
-    lock = bench.BedLock(runner)
+    lock = bench.BedLock(runner, slots=(args.slot,))
     code, records, counts, started = 0, [], {}, time.time()
     args.tree = tempfile.mkdtemp(prefix="soak-tree-")
     args.commit = snapshot(args.tree)

@@ -568,3 +568,26 @@ def test_descendants_finds_the_whole_tree_of_a_process_also_in_sessions_of_their
             os.kill(pid, 9)
         parent.kill()
         parent.wait()
+
+
+def test_the_trays_addresses_come_from_the_bed_s_inventory_whatever_its_slot(tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text("""all:
+  children:
+    imex_domains:
+      children:
+        rack1:
+          hosts:
+            rack1-tray01:
+              ansible_host: 198.19.1.11
+              imex_address: 198.19.1.11
+        rack2:
+          hosts:
+            rack2-tray01:
+              ansible_host: 198.19.2.11
+              imex_address: 198.19.2.11
+""")
+    assert soak_run.bed_addresses(str(inventory)) == {"rack1-tray01": "198.19.1.11", "rack2-tray01": "198.19.2.11"}
+    assert soak_run.parse_args(["--slot", "1"]).slot == 1
+    with pytest.raises(SystemExit):
+        soak_run.parse_args(["--slot", "2"])
