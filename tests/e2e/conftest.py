@@ -250,8 +250,9 @@ def _rack_available():
 requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, podman and tests/rack/simrack")
 
 
-# Only one simulated rack can be up per machine (its namespace names are fixed): a second test run,
-# from this checkout or another, waits here for the first one's bed to come down.
+# One simulated rack per simrack slot can be up on a machine (a slot's namespace names are fixed): these
+# tests use slot 0, and a second test run, from this checkout or another, waits here for the first one's
+# bed to come down. (`make test` runs its short soak in slot 1, under that slot's lock.)
 BED_LOCK = "/var/tmp/simrack-bed.lock"
 
 # The Slurm releases a bed can run, and the Debian suite that packages each (simrack up --slurm-suite):

@@ -41,13 +41,18 @@ def unit_state(rack, tray):
     return active, enabled
 
 
+def site(rack, tmp_path, reports="reports", **extravars):
+    """site.yml on the bed, its reports in tmp_path/``reports``, its proof bounded: (the run, its report directory)."""
+    directory = str(tmp_path / reports)
+    extravars = dict({"imex_report_dir": directory, "imex_validate_timeout_s": 120}, **extravars)
+    return run_playbook("site.yml", rack.inventory, extravars=extravars), directory
+
+
 def site_in_mode(rack, tmp_path, mode, **more):
-    """site.yml in ``mode``: (the run, its report directory)."""
-    reports = str(tmp_path / mode)
-    extravars = dict({"imex_report_dir": reports, "imex_validate_timeout_s": 120, "imex_mode": mode}, **more)
+    """site.yml in ``mode`` (dra without channel0, which the DRA driver gives): (the run, its report directory)."""
     if mode == "dra":
-        extravars["imex_channel0"] = False
-    return run_playbook("site.yml", rack.inventory, extravars=extravars), reports
+        more = dict({"imex_channel0": False}, **more)
+    return site(rack, tmp_path, reports=mode, imex_mode=mode, **more)
 
 
 def converge(rack, tmp_path, mode, **more):
@@ -103,12 +108,6 @@ WRITES = ("rackscale.imex.imex_nodes_config", "rackscale.imex.imex_config", "rac
 CHANGE = {"imex_settings": {"LOG_LEVEL": 3}}
 
 
-def versions_site(rack, tmp_path, inventory=None, **extravars):
-    return run_playbook("site.yml", inventory or rack.inventory,
-                        extravars=dict({"imex_report_dir": str(tmp_path / "reports"), "imex_validate_timeout_s": 120},
-                                       **extravars))
-
-
 def assert_refused_before_any_write(rack, run, fragment):
     assert run.rc != 0
     assert any(fragment in message for message in run.failure_messages()), run.failure_messages()
@@ -124,13 +123,13 @@ def test_a_package_of_another_release_and_a_skewed_domain_are_refused_before_any
     rack.simrack("fault", "driver-version", "rack1-tray03", "580.105.08")
     try:
         assert_refused_before_any_write(
-            rack, versions_site(rack, tmp_path, **CHANGE),
+            rack, site(rack, tmp_path, **CHANGE)[0],
             "tray rack1-tray03 (domain rack1): nvidia-imex 580.95.09 does not match the driver 580.105.08")
         # The package follows the driver on that tray: now the domain runs two releases.
         rack.simrack("fault", "version", "rack1-tray03", "580.105.08")
         try:
             assert_refused_before_any_write(
-                rack, versions_site(rack, tmp_path, **CHANGE),
+                rack, site(rack, tmp_path, **CHANGE)[0],
                 "domain rack1 runs different driver releases: 580.105.08 on rack1-tray03; "
                 "580.95.09 on rack1-tray01, rack1-tray02; the daemons would answer !V!")
         finally:

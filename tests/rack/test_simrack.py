@@ -503,8 +503,16 @@ def test_swap_gives_the_tray_a_new_address_that_only_signalled_peers_find_by_nam
 def test_a_bed_in_slot_1_runs_beside_the_first_under_its_own_names_and_addresses(rack):
     state = tempfile.mkdtemp(prefix="simrack-t1-", dir="/var/tmp")
     second = Rack(state, rack.sysctls_before)
+    # The root file system the first bed's trays run on (through their overlays) is never changed
+    # under them: the second bed's `up` finds the simulator installed and writes nothing there.
+    rootfs = Path(json.loads((rack.state / "rack.json").read_text())["rootfs"])
+    launcher = rootfs / "usr/lib/imexsim/imexsim/launch.py"
+    installed = os.stat(launcher)
     try:
         second.simrack("up", "--slot", "1", "--racks", "1", "--trays", "2", timeout=900)
+        assert (os.stat(launcher).st_ino, os.stat(launcher).st_mtime_ns) == (installed.st_ino, installed.st_mtime_ns)
+        assert json.loads((second.state / "rack.json").read_text())["rootfs"] == str(rootfs)
+        assert "IMEX version is" in rack.out(TRAYS[0], "nvidia-imex --version")
         namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
         assert {"imex1-fabric", "imex1-r1t01", "imex1-r1t02"} <= set(namespaces)
         assert second.out("rack1-tray02", "hostname").strip() == "rack1-tray02"
@@ -656,3 +664,19 @@ def test_up_refuses_a_slurm_suite_without_slurm(tmp_path):
     assert result.returncode == 1
     assert "--slurm-suite chooses the Slurm the bed runs: give it with --slurm" in result.stderr
     assert not (tmp_path / "state" / "rack.json").exists()
+
+
+def test_the_simulator_goes_into_a_rootfs_of_its_own_made_once_per_simulator(tmp_path):
+    simrack = load_simrack()
+    entry = tmp_path / "rootfs-golden"
+    for directory in ("sbin", "usr/bin"):
+        (entry / "rootfs" / directory).mkdir(parents=True)
+    (entry / "rootfs/sbin/init").write_text("")
+    rootfs, present = simrack.with_simulator(entry)
+    assert present and rootfs == tmp_path / f"rootfs-golden-imexsim-{simrack.simulator_digest()}" / "rootfs"
+    assert (rootfs / "usr/bin/nvidia-imex").is_file() and (rootfs / "sbin/init").is_file()
+    assert not (entry / "rootfs/usr/bin/nvidia-imex").exists()      # the golden one stays as built
+    made = (rootfs / "usr/bin/nvidia-imex").stat().st_mtime_ns
+    assert simrack.with_simulator(entry) == (rootfs, True)
+    assert (rootfs / "usr/bin/nvidia-imex").stat().st_mtime_ns == made
+    assert not list(tmp_path.glob(".build-*"))

@@ -222,8 +222,7 @@ class Dra(Static):
     def handover(self, read, service):
         # Stopped and masked: handed over already, nothing to write (nor to lock for). A read that cannot tell
         # (no enablement read) hands it over again, which changes nothing on a tray handed over.
-        enabled = (read.get("services_enabled") or {}).get(service)
-        return not (read.service(service) in ("inactive", "failed") and enabled == "masked")
+        return not (read.stopped(service) and read.enablement(service) == "masked")
 
     def handover_problems(self, name, domain, reads, converge):
         if not converge:

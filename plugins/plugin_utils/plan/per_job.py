@@ -146,11 +146,9 @@ def plan_tray(name, domain, tray, entry, options, read, names, script_sha256, co
     entry.slurm_map = slurm_job_map(name, nodes, names[tray], options, read.get("slurmd_version"))
     entry.slurm_node_name = names[tray]
     differs = per_job_drift(read, paths, entry.slurm_map, script_sha256)
-    state = read.service(service)
-    enabled = read.get("services_enabled", {}).get(service)
     # Left to the prolog: not running between jobs, not started at boot, not masked. A run stops a
     # daemon only on a tray where nothing runs (a busy domain's writes are predictions).
-    release = state not in ("inactive", "failed") or enabled != "disabled"
+    release = not read.stopped(service) or read.enablement(service) != "disabled"
     entry.write_map = "map" in differs
     entry.scripts_to_install = [what for what in ("prolog", "epilog") if what in differs]
     entry.release = release

@@ -94,7 +94,7 @@ def after_read(run, model, tray_options, reads, shared_partition=False, skip_fab
             entry.write_tls = bool(options.get("imex_tls")) and mode.writes_daemon_files
             entry.handover = mode.handover(read, service)
             entry.channels = channels_to_ensure(entry.channel_entries, read.get("channels", {}))
-            entry.stopped = read.service(service) in ("inactive", "failed")
+            entry.stopped = read.stopped(service)
             # A reboot for the channel option cuts what runs on the tray as a restart does.
             entry.reboot_allowed = bool(options["imex_reboot_allowed"]) and not busy
             entry.command_timeout_s = command_timeout(options["imex_lock_stale_after_s"])

@@ -84,6 +84,14 @@ class TrayRead:
         """The state of ``unit`` as the read shows it, or None."""
         return self.get("services", {}).get(unit)
 
+    def stopped(self, unit):
+        """Whether the read shows ``unit`` not running (inactive, or failed)."""
+        return self.service(unit) in ("inactive", "failed")
+
+    def enablement(self, unit):
+        """``systemctl is-enabled`` of ``unit`` as the read shows it (asked in the modes that read it), or None."""
+        return self.get("services_enabled", {}).get(unit)
+
 
 @dataclasses.dataclass
 class Tray:

@@ -76,3 +76,14 @@ def test_the_tray_read_keeps_what_the_read_left_out_apart_from_what_it_set_to_nu
     read = records.TrayRead.of({"compute_apps": None, "fabric": {"state": "Completed"}})
     assert read.has("compute_apps") and read.compute_apps is None and not read.has("slurm")
     assert read.get("slurm", {}) == {} and read.raw["fabric"] == {"state": "Completed"}
+
+
+@pytest.mark.parametrize("state, enabled, stopped", [
+    ("inactive", "masked", True), ("failed", "disabled", True), ("active", "enabled", False),
+    ("activating", None, False), (None, None, False)])
+def test_the_tray_read_says_whether_a_unit_is_stopped_and_how_it_is_enabled(state, enabled, stopped):
+    unit = "nvidia-imex.service"
+    read = records.TrayRead.of({"services": {unit: state} if state else {},
+                                **({"services_enabled": {unit: enabled}} if enabled else {})})
+    assert read.stopped(unit) is stopped and read.enablement(unit) == enabled
+    assert records.TrayRead.of({"services_enabled": None}).enablement(unit) is None
