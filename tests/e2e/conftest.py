@@ -204,6 +204,7 @@ class SimulatedRack:
         self.slurm_release = (slurm_release or DEFAULT_SLURM_RELEASE) if slurm else None
         self.env = dict(os.environ, SIMRACK_STATE=state_dir)
         self.inventory = None
+        self.addresses = {}     # tray (and Slurm controller) -> address, once up
 
     def simrack(self, *args, check=True, timeout=600):
         result = subprocess.run([SIMRACK, *args], env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
@@ -214,9 +215,20 @@ class SimulatedRack:
 
     def up(self):
         slurm = ["--slurm", "--slurm-suite", SLURM_SUITES[self.slurm_release]] if self.slurm else []
-        out = self.simrack("up", "--racks", str(self.racks), "--trays", str(self.trays), *slurm, timeout=900)
+        out = self.simrack("up", "--slot", str(SLOT), "--racks", str(self.racks), "--trays", str(self.trays), *slurm,
+                           timeout=900)
         self.inventory = out.stdout.strip().splitlines()[-1]
+        with open(self.inventory) as handle:
+            inventory = yaml.safe_load(handle)
+        self.addresses = {tray: host["ansible_host"] for group in inventory["all"]["children"].values()
+                          for hosts in [group.get("hosts", {}), *(child.get("hosts", {}) for child in
+                                                                  group.get("children", {}).values())]
+                          for tray, host in hosts.items()}
         return self
+
+    def address(self, tray):
+        """The address the bed gave a tray (its slot decides the network), as its inventory says."""
+        return self.addresses[tray]
 
     def down(self):
         """Tear the bed down; a failed `down` keeps its record, so it is retried before giving up."""
@@ -251,9 +263,11 @@ requires_rack = pytest.mark.skipif(not _rack_available(), reason="needs root, po
 
 
 # One simulated rack per simrack slot can be up on a machine (a slot's namespace names are fixed): these
-# tests use slot 0, and a second test run, from this checkout or another, waits here for the first one's
-# bed to come down. (`make test` runs its short soak in slot 1, under that slot's lock.)
-BED_LOCK = "/var/tmp/simrack-bed.lock"
+# tests bring up their beds in the slot SIMRACK_SLOT names (default 0), and a second test run, from this
+# checkout or another, waits here for the first one's bed in that slot to come down. (`make test` runs the
+# short soak and the Slurm modules of this directory in slot 1, beside the other modules in slot 0.)
+SLOT = int(os.environ.get("SIMRACK_SLOT", "0"))
+BED_LOCK = "/var/tmp/simrack-bed.lock" if SLOT == 0 else "/var/tmp/simrack-bed-%d.lock" % SLOT
 
 # The Slurm releases a bed can run, and the Debian suite that packages each (simrack up --slurm-suite):
 # two generations of what slurmd tells a prolog (SLURM_JOB_EXCLUSIVE from 26.05).

@@ -66,7 +66,7 @@ def test_discover_groups_the_trays_by_rack_and_site_converges_from_it(simulated_
     assert set(by_trays) == {tuple(simulated_rack.trays_of(1)), tuple(simulated_rack.trays_of(2))}
     for name, group in groups.items():
         assert group["vars"] == {"imex_domain_size": 3, "imex_domain": name}
-        assert all(host_vars["ansible_host"].startswith("198.18.") for host_vars in group["hosts"].values())
+        assert all(host_vars["ansible_host"] == simulated_rack.address(tray) for tray, host_vars in group["hosts"].items())
         assert {host_vars["ansible_user"] for host_vars in group["hosts"].values()} == {LOGIN}
 
     # Stable: a second discovery writes the same file.

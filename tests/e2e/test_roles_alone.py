@@ -170,7 +170,8 @@ def test_tags_run_one_phase_with_the_checks_the_locks_and_the_read(simulated_rac
         rack1 = json.load(handle)
     assert rack1["verdict"] != "healthy"
     assert {(pair["from_index"], pair["to_index"]) for pair in rack1["status"]["broken_pairs"]} == {(1, 2), (2, 1)}
-    assert any("pair 1 (198.18.1.12, rack1-tray02) -> 2 (198.18.1.13, rack1-tray03)" in message
+    assert any("pair 1 (%s, rack1-tray02) -> 2 (%s, rack1-tray03)" % (
+        simulated_rack.address("rack1-tray02"), simulated_rack.address("rack1-tray03")) in message
                for message in report.failure_messages()), report.failure_messages()
 
     preflight = run_playbook("site.yml", simulated_rack.inventory, extravars=extravars, tags="imex_preflight")

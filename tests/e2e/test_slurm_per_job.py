@@ -143,11 +143,6 @@ def assert_job_kind(bed, generation, tray, job, kind):
     assert told == JOB_ENV[generation][kind], (generation, kind, job, told)
 
 
-def address(bed, tray):
-    rack, index = re.match(r"rack(\d+)-tray(\d+)", tray).groups()
-    return "198.18.%d.%d" % (int(rack), 10 + int(index))
-
-
 def daemon_state(bed, tray):
     return on(bed, tray, "systemctl", "is-active", "nvidia-imex", check=False).stdout.strip()
 
@@ -227,7 +222,7 @@ class TestProbe:
         for name, found in probes.items():
             assert (found["probed"], found["healthy"], found["domain_state"]) == (True, True, "UP"), found
             assert [node["address"] for node in found["nodes"]] == [
-                "198.18.%s.%d" % (name[-1], 10 + index) for index in (1, 2, 3)], found
+                bed.address(tray) for tray in bed.trays_of(int(name[-1]))], found
         trays = ", ".join(bed.trays_of(1))
         assert ("a probe job in partition gpu on %s saw the domain UP, every node READY and every pair connected"
                 % trays) in run.stdout
@@ -260,7 +255,7 @@ def running_daemon(bed):
     """rack1-tray01's daemon running, started by hand (not by a job) on a one-node list; stopped after."""
     tray = bed.tray(1, 1)
     on(bed, tray, "sh", "-c", "mkdir -p %s && echo %s > %s && systemctl start nvidia-imex"
-       % (NODE_LIST.rsplit("/", 1)[0], address(bed, tray), NODE_LIST))
+       % (NODE_LIST.rsplit("/", 1)[0], bed.address(tray), NODE_LIST))
     before = daemon_run(bed, tray)
     assert before["ActiveState"] == "active" and before["MainPID"] != "0", before
     yield tray, before
@@ -303,7 +298,7 @@ class TestExclusiveJobs:
         racks = {name.split("-")[0] for name in seen}
         assert len(seen) == 3 and len(racks) == 1, seen
         assert_job_kind(bed, generation, sorted(seen)[0], job, "exclusive")
-        addresses = sorted(address(bed, tray) for tray in seen)
+        addresses = sorted(bed.address(tray) for tray in seen)
         for tray, view in seen.items():
             assert view["list"] == addresses, (tray, view)
             assert view["state"] == "UP", (tray, view)
@@ -317,7 +312,7 @@ class TestJobAcrossRacks:
         assert sorted(seen) == sorted(all_trays(bed)), seen
         for tray, view in seen.items():
             rack = tray.split("-")[0]
-            own = [address(bed, t) for t in sorted(seen) if t.startswith(rack + "-")]
+            own = [bed.address(t) for t in sorted(seen) if t.startswith(rack + "-")]
             assert view["list"] == own and view["state"] == "UP", (tray, view)
         for tray in all_trays(bed):
             wait_for(lambda: daemon_state(bed, tray) == "inactive", "the daemon of %s to stop" % tray)
