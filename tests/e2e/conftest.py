@@ -195,6 +195,14 @@ def write_inventory(tmp_path, data, name="hosts.yml"):
     return str(path)
 
 
+def inventory_addresses(group):
+    """host -> ansible_host of every host of an inventory group and of the groups below it."""
+    found = {host: hostvars["ansible_host"] for host, hostvars in (group.get("hosts") or {}).items()}
+    for child in (group.get("children") or {}).values():
+        found.update(inventory_addresses(child))
+    return found
+
+
 class SimulatedRack:
     """A running simulated rack: its inventory path and helpers around simrack."""
 
@@ -219,11 +227,7 @@ class SimulatedRack:
                            timeout=900)
         self.inventory = out.stdout.strip().splitlines()[-1]
         with open(self.inventory) as handle:
-            inventory = yaml.safe_load(handle)
-        self.addresses = {tray: host["ansible_host"] for group in inventory["all"]["children"].values()
-                          for hosts in [group.get("hosts", {}), *(child.get("hosts", {}) for child in
-                                                                  group.get("children", {}).values())]
-                          for tray, host in hosts.items()}
+            self.addresses = inventory_addresses(yaml.safe_load(handle)["all"])
         return self
 
     def address(self, tray):
