@@ -7,6 +7,7 @@ need the IMEX simulator are skipped when tests/imexsim/install-into is absent.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -500,7 +501,17 @@ def test_swap_gives_the_tray_a_new_address_that_only_signalled_peers_find_by_nam
 
 # --------------------------------------------------------------------------- a second bed (slot 1)
 
-def test_a_bed_in_slot_1_runs_beside_the_first_under_its_own_names_and_addresses(rack):
+@pytest.fixture
+def slot_1_bed_lock():
+    """Slot 1's bed lock, held as whoever brings up a bed there holds it (a soak of another test run
+    may be using the slot: this test waits for it)."""
+    with open("/var/tmp/simrack-bed-1.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+
+def test_a_bed_in_slot_1_runs_beside_the_first_under_its_own_names_and_addresses(rack, slot_1_bed_lock):
     state = tempfile.mkdtemp(prefix="simrack-t1-", dir="/var/tmp")
     second = Rack(state, rack.sysctls_before)
     # The root file system the first bed's trays run on (through their overlays) is never changed
